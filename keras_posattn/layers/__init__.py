@@ -1,0 +1,15 @@
+"""Keras layers of keras_posattn, one file each."""
+
+from keras_posattn.layers.fusion_gate import FusionGate
+from keras_posattn.layers.masked_self_attention import MaskedSelfAttention
+from keras_posattn.layers.multi_dimensional_attention import MultiDimensionalAttention
+from keras_posattn.layers.position_fusion import PositionFusion
+from keras_posattn.layers.token_embedding import TokenEmbedding
+
+__all__ = [
+    "FusionGate",
+    "MaskedSelfAttention",
+    "MultiDimensionalAttention",
+    "PositionFusion",
+    "TokenEmbedding",
+]

@@ -1,0 +1,217 @@
+import keras
+from keras import ops
+
+from keras_posattn import masks as masks_lib
+from keras_posattn.attention_ops import masked_softmax
+from keras_posattn.attention_ops import self_attention_allowed
+from keras_posattn.attention_ops import zero_padding
+
+COMPATIBILITIES = ("additive", "multi_dimensional", "dot")
+ACTIVATIONS = ("elu", "scaled_tanh", "linear")
+
+
+@keras.saving.register_keras_serializable(package="keras_posattn")
+class MaskedSelfAttention(keras.layers.Layer):
+    """Self-attention over a sequence restricted by a positional mask.
+
+    For queries ``q`` and keys ``k`` of a sequence ``h`` (batch, n, d), the
+    layer computes logits ``f(h_k, h_q) + M[q, k]``, gives blocked keys zero
+    weight, normalises over keys and returns ``s_q = sum_k p[q, k] h_k`` - the
+    paper's Masked-Self-Attention (MPSAN, Dai et al. 2020, eqs. 5-7). The
+    value is the input itself; projections belong to the caller.
+
+    Compatibilities ``f``:
+
+    - ``"additive"`` (MPSAN's 1-D): ``act((U.h_k + V.h_q + b) / c)`` with
+      ``U, V`` in R^d and a scalar ``b`` - one logit per (query, key) pair.
+      ``s = P @ h`` is a matmul.
+    - ``"multi_dimensional"`` (MPSAN Table 4's M-D, DiSAN's form):
+      ``U, V`` in R^{d x d}, ``b`` in R^d - one logit per feature; the
+      softmax over keys is taken per feature. Memory O(b n^2 d).
+    - ``"dot"``: ``h_q . h_k / sqrt(d)``, no weights (CSPAN's parameter-free
+      semantic attention).
+
+    ``act`` is ``"elu"`` (paper: ``elu(x / c)``), ``"scaled_tanh"`` (the
+    released MPSAN and DiSAN code: ``c * tanh(x / c)``) or ``"linear"``
+    (``x / c``). With the additive 1-D form and a linear act the query term
+    cancels in the softmax; the non-linearity is what makes it matter.
+
+    Padding keys (from the Keras mask) are always blocked and padding queries
+    give zero rows. A query with no allowed key (the first token under
+    ``Backward()``, a one-token sentence under ``Faraway``) gets a zero output
+    and a zero, finite gradient, in every dtype policy.
+
+    Args:
+        mask: a ``keras_posattn.masks.PositionalMask``, a short name such as
+            ``"bw+sd"`` or ``"fa2"``, or None for no positional mask.
+        compatibility: one of ``"additive"``, ``"multi_dimensional"``,
+            ``"dot"``.
+        activation: one of ``"elu"``, ``"scaled_tanh"``, ``"linear"``
+            (ignored for ``"dot"``).
+        scale: the constant ``c`` (paper: 5).
+        dropout: dropout rate on the attention weights.
+        faraway_rule: ``"paper"`` or ``"released"``, used only when ``mask``
+            is a short name containing a Faraway mask.
+        kernel_initializer, bias_initializer, kernel_regularizer: for U, V, b.
+
+    Call arguments:
+        inputs: float tensor (batch, n, d).
+        mask: Keras padding mask (batch, n), True at real tokens.
+        return_attention_scores: also return the weights, (batch, n, n), or
+            (batch, n, n, d) for ``"multi_dimensional"``.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_posattn.layers import MaskedSelfAttention
+    >>> layer = MaskedSelfAttention(mask="bw+sd")
+    >>> h = np.random.rand(2, 7, 16).astype("float32")
+    >>> s, p = layer(h, return_attention_scores=True)
+    >>> s.shape, p.shape
+    ((2, 7, 16), (2, 7, 7))
+    """
+
+    def __init__(
+        self,
+        mask=None,
+        compatibility="additive",
+        activation="elu",
+        scale=5.0,
+        dropout=0.0,
+        faraway_rule="paper",
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if compatibility not in COMPATIBILITIES:
+            raise ValueError(
+                f"compatibility must be one of {COMPATIBILITIES}, got {compatibility!r}."
+            )
+        if activation not in ACTIVATIONS:
+            raise ValueError(
+                f"activation must be one of {ACTIVATIONS}, got {activation!r}."
+            )
+        self.positional_mask = masks_lib.parse(mask, faraway_rule=faraway_rule)
+        self.faraway_rule = faraway_rule
+        self.compatibility = compatibility
+        self.activation = activation
+        self.scale = float(scale)
+        self.dropout = float(dropout)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.supports_masking = True
+        self._dropout_layer = keras.layers.Dropout(self.dropout)
+
+    def build(self, input_shape):
+        dim = input_shape[-1]
+        if self.compatibility == "additive":
+            shapes = {"key_kernel": (dim,), "query_kernel": (dim,), "bias": ()}
+        elif self.compatibility == "multi_dimensional":
+            shapes = {
+                "key_kernel": (dim, dim),
+                "query_kernel": (dim, dim),
+                "bias": (dim,),
+            }
+        else:
+            shapes = {}
+        for name, shape in shapes.items():
+            is_bias = name == "bias"
+            init = self.bias_initializer if is_bias else self.kernel_initializer
+            if not is_bias and len(shape) == 1:
+                # Glorot for a vector is ill-defined; treat it as a (d, 1) kernel.
+                weight = self.add_weight(
+                    name=name,
+                    shape=(dim, 1),
+                    initializer=init,
+                    regularizer=self.kernel_regularizer,
+                )
+            else:
+                weight = self.add_weight(
+                    name=name,
+                    shape=shape,
+                    initializer=init,
+                    regularizer=None if is_bias else self.kernel_regularizer,
+                )
+            setattr(self, name, weight)
+
+    def _activate(self, x):
+        c = self.scale
+        if self.activation == "elu":
+            return ops.elu(x / c)
+        if self.activation == "scaled_tanh":
+            return c * ops.tanh(x / c)
+        return x / c
+
+    def _logits(self, h):
+        if self.compatibility == "dot":
+            d = ops.cast(ops.shape(h)[-1], h.dtype)
+            return ops.matmul(h, ops.transpose(h, (0, 2, 1))) / ops.sqrt(d)
+        key_term = ops.matmul(h, self.key_kernel)
+        query_term = ops.matmul(h, self.query_kernel)
+        if self.compatibility == "additive":
+            # (b, n, 1) each -> logits[b, q, k] = U.h_k + V.h_q + b
+            key_term = ops.transpose(key_term, (0, 2, 1))  # (b, 1, n_k)
+            return self._activate(key_term + query_term + self.bias)
+        # multi_dimensional: (b, n_q, n_k, d)
+        x = ops.expand_dims(key_term, 1) + ops.expand_dims(query_term, 2)
+        return self._activate(x + self.bias)
+
+    def call(self, inputs, mask=None, return_attention_scores=False, training=None):
+        h = inputs
+        n = ops.shape(h)[1]
+        allowed, penalty = self_attention_allowed(self.positional_mask, n, mask)
+        logits = ops.cast(self._logits(h), "float32")
+        if self.compatibility == "multi_dimensional":
+            if penalty is not None:
+                logits = logits + ops.expand_dims(penalty, -1)
+            if allowed is not None:
+                allowed = ops.expand_dims(allowed, -1)
+            weights = masked_softmax(logits, allowed, axis=2)
+            dropped = self._dropout_layer(weights, training=training)
+            dropped = ops.cast(dropped, h.dtype)
+            # s[b, q, f] = sum_k p[b, q, k, f] h[b, k, f]
+            outputs = ops.sum(dropped * ops.expand_dims(h, 1), axis=2)
+        else:
+            if penalty is not None:
+                logits = logits + penalty
+            weights = masked_softmax(logits, allowed, axis=-1)
+            dropped = self._dropout_layer(weights, training=training)
+            outputs = ops.matmul(ops.cast(dropped, h.dtype), h)
+        outputs = zero_padding(outputs, mask)
+        if return_attention_scores:
+            return outputs, weights
+        return outputs
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "mask": (
+                    None
+                    if self.positional_mask is None
+                    else keras.saving.serialize_keras_object(self.positional_mask)
+                ),
+                "compatibility": self.compatibility,
+                "activation": self.activation,
+                "scale": self.scale,
+                "dropout": self.dropout,
+                "faraway_rule": self.faraway_rule,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": keras.regularizers.serialize(
+                    self.kernel_regularizer
+                ),
+            }
+        )
+        return config

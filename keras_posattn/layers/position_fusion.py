@@ -1,0 +1,135 @@
+import keras
+from keras import ops
+
+from keras_posattn.attention_ops import zero_padding
+
+BIASES = ("position", "shared")
+
+
+@keras.saving.register_keras_serializable(package="keras_posattn")
+class PositionFusion(keras.layers.Layer):
+    """Fuses k sources with per-feature softmax weights computed from tokens.
+
+    MPSAN's Position-Fusion Layer with Tokens-Position-Weight (Dai et al.
+    2020, eqs. 13-16). Given sources ``[s_1, ..., s_{k-1}, w]`` (each
+    (batch, n, d)) whose LAST entry is the token representation ``w``:
+
+        a = softmax_k(W_P^T w + b_P)       # (batch, n, k, d): per feature
+        o = sum_k a_k * source_k           # (batch, n, d)
+
+    ``W_P`` is (d_w, k*d). The paper gives a position-dependent bias
+    ``b_P`` in R^{k d x n} (``bias="position"``, which needs ``max_length``;
+    the bias is sliced to the batch's length, so a sequence longer than
+    ``max_length`` is an error); the released code uses one shared bias of
+    size ``k*d`` (``bias="shared"``).
+
+    Args:
+        bias: ``"position"`` (paper) or ``"shared"`` (released code).
+        max_length: int, the longest sequence, required for
+            ``bias="position"``.
+        kernel_initializer, bias_initializer, kernel_regularizer: for W_P, b_P.
+
+    Call arguments:
+        inputs: list of k float tensors (batch, n, d); the last is ``w``.
+        mask: Keras padding mask(s); padding positions output zeros.
+        return_weights: also return ``a`` (batch, n, k, d).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_posattn.layers import PositionFusion
+    >>> s1, s2, w = (np.random.rand(2, 6, 8).astype("float32") for _ in range(3))
+    >>> PositionFusion(bias="position", max_length=6)([s1, s2, w]).shape
+    (2, 6, 8)
+    """
+
+    def __init__(
+        self,
+        bias="position",
+        max_length=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if bias not in BIASES:
+            raise ValueError(f"bias must be one of {BIASES}, got {bias!r}.")
+        if bias == "position" and not max_length:
+            raise ValueError(
+                "PositionFusion(bias='position') needs max_length: the paper's "
+                "bias b_P has one column per position."
+            )
+        self.bias = bias
+        self.max_length = None if max_length is None else int(max_length)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        if not isinstance(input_shape, (list, tuple)) or len(input_shape) < 2:
+            raise ValueError("PositionFusion expects a list of at least 2 sources.")
+        self.num_sources = len(input_shape)
+        dims = {shape[-1] for shape in input_shape}
+        if len(dims) != 1:
+            raise ValueError(
+                f"PositionFusion sources must share their last dimension, got {sorted(dims)}."
+            )
+        self.units = dims.pop()
+        token_dim = input_shape[-1][-1]
+        width = self.num_sources * self.units
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=(token_dim, width),
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+        )
+        bias_shape = (self.max_length, width) if self.bias == "position" else (width,)
+        self.bias_weight = self.add_weight(
+            name="bias", shape=bias_shape, initializer=self.bias_initializer
+        )
+
+    def call(self, inputs, mask=None, return_weights=False):
+        tokens = inputs[-1]
+        logits = ops.matmul(tokens, self.kernel)  # (b, n, k*d)
+        if self.bias == "position":
+            n = ops.shape(tokens)[1]
+            logits = logits + self.bias_weight[:n]
+        else:
+            logits = logits + self.bias_weight
+        b, n = ops.shape(tokens)[0], ops.shape(tokens)[1]
+        logits = ops.reshape(logits, (b, n, self.num_sources, self.units))
+        weights = ops.softmax(ops.cast(logits, "float32"), axis=2)
+        stacked = ops.stack(inputs, axis=2)  # (b, n, k, d)
+        outputs = ops.sum(ops.cast(weights, stacked.dtype) * stacked, axis=2)
+        padding = mask[-1] if isinstance(mask, (list, tuple)) else mask
+        outputs = zero_padding(outputs, padding)
+        if return_weights:
+            return outputs, weights
+        return outputs
+
+    def compute_mask(self, inputs, mask=None):
+        if isinstance(mask, (list, tuple)):
+            return mask[-1]
+        return mask
+
+    def compute_output_shape(self, input_shape):
+        return input_shape[-1]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "bias": self.bias,
+                "max_length": self.max_length,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": keras.regularizers.serialize(
+                    self.kernel_regularizer
+                ),
+            }
+        )
+        return config
