@@ -1,0 +1,78 @@
+"""``keras-posattn``: train zoo models and list them.
+
+    keras-posattn train mpsan                      # embedded default task
+    keras-posattn train mpsan --train T.tsv --test E.tsv --embeddings glove-6b-50d
+    keras-posattn models ['mpsan_*']
+"""
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _train_parser(sub):
+    p = sub.add_parser(
+        "train",
+        help="train a zoo model (embedded default task when no --train is given)",
+        description="Train a zoo model, evaluate it beside a bag-of-words baseline, "
+        "write TensorBoard logs and checkpoints, and export a SavedModel.",
+    )
+    p.add_argument("model", help="zoo model name (see `keras-posattn models`)")
+    p.add_argument("--train", dest="train_path", help="labelled training file (.tsv, .csv, .jsonl)")
+    p.add_argument("--test", dest="test_path", help="labelled test file")
+    p.add_argument("--dev", dest="dev_path", help="labelled validation file (default: 10%% of train)")
+    p.add_argument("--embeddings", help="'glove-6b-50d' or a GloVe/word2vec text file")
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--learning-rate", type=float)
+    p.add_argument("--optimizer", help="adam, adadelta, adamw, sgd, rmsprop")
+    p.add_argument("--max-length", type=int, help="tokens kept per text")
+    p.add_argument("--max-tokens", type=int, help="vocabulary size cap")
+    p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
+                   help="override a model argument, e.g. --set dropout=0.1 "
+                   "--set 'branch_masks=[\"bw\",\"fw\"]' (repeatable)")
+    p.add_argument("--output-dir", help="run folder (default runs/<model>)")
+    p.add_argument("--export-dir", default="saved_models", help="SavedModel base folder")
+    p.add_argument("--no-export", dest="export", action="store_false")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--demo-size", type=int, help="training examples of the embedded task")
+    p.add_argument("--sample", dest="sample_text", help="sentence to predict after export")
+    p.add_argument("--dtype-policy", help="e.g. mixed_bfloat16")
+    p.add_argument("--verbose", type=int, choices=(0, 1, 2))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="keras-posattn", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    _train_parser(sub)
+    models = sub.add_parser("models", help="list zoo models")
+    models.add_argument("pattern", nargs="?", default="*")
+    args = parser.parse_args(argv)
+
+    if args.command == "models":
+        from keras_posattn import zoo
+
+        for name in zoo.list_models(args.pattern):
+            print(f"{name:28s} {zoo.get_preset(name).get('description', '')}")
+        return 0
+
+    from keras_posattn.text.readers import DataFormatError
+    from keras_posattn.training.trainer import TrainingError, parse_overrides, train
+
+    kwargs = vars(args).copy()
+    kwargs.pop("command")
+    try:
+        kwargs["overrides"] = parse_overrides(kwargs.pop("overrides"))
+        train(kwargs.pop("model"), **kwargs)
+    except (TrainingError, DataFormatError, FileNotFoundError, ValueError) as e:
+        print(f"keras-posattn: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,495 @@
+"""Attention heat-maps written to TensorBoard.
+
+This module renders the self-attention weights of the library's models (one
+``(n_queries, n_keys)`` matrix per masked attention branch, e.g. MPSAN's
+``fa2``, ``fa3``, ``bw_sd`` and ``fw_sd``) and 1-D weights over tokens (e.g.
+the pooling step's per-feature weights averaged over features) as RGB images,
+and provides a Keras callback that logs them as image summaries during
+training.
+
+Rendering uses Pillow only (no matplotlib).
+
+Usage::
+
+    cb = AttentionImages(
+        log_dir="logs/run1",
+        attention_fn=lambda ids: {"fa2": ..., "fw_sd": ..., "pool": ...},
+        token_ids=ids[:3],                 # int array (batch, n)
+        tokens=[["the", "movie", "was", "great"], ...],  # real tokens only
+    )
+    model.fit(x, y, epochs=10, callbacks=[cb])
+
+Viewing the images::
+
+    tensorboard --logdir logs/run1
+
+then open the **IMAGES** tab.  Heat-maps are under the tags
+``attention/<branch>/example_<k>`` and pooling weights under
+``pooling/<name>/example_<k>``; the step slider is the (0-based) epoch.
+The files are written to ``os.path.join(log_dir, subdir)`` (``subdir``
+defaults to ``"attention"``), so pointing TensorBoard at ``log_dir`` also
+shows the usual ``train``/``validation`` scalars of the ``TensorBoard``
+callback next to them.
+
+In each heat-map, rows are query positions (y axis, "query") and columns are
+key positions (x axis, "key"); the colour scale runs from 0 to the largest
+weight shown.  Rows that are all zero (padding or fully-blocked queries)
+simply appear in the lowest colour.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Callable, Mapping, Sequence
+
+import keras
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+__all__ = [
+    "render_attention_heatmap",
+    "render_weights_over_tokens",
+    "AttentionImages",
+]
+
+#: Tokens longer than this are truncated (with a trailing "~") in labels.
+MAX_LABEL_CHARS = 12
+
+_BG = (255, 255, 255)
+_FG = (20, 20, 20)
+_GRID = (200, 200, 200)
+_PAD = 8
+
+# Viridis colour map sampled at 9 equally spaced points (0 .. 1).
+_VIRIDIS = np.array(
+    [
+        (68, 1, 84),
+        (71, 45, 123),
+        (59, 82, 139),
+        (44, 114, 142),
+        (33, 145, 140),
+        (40, 174, 128),
+        (94, 201, 98),
+        (173, 220, 48),
+        (253, 231, 37),
+    ],
+    dtype=np.float64,
+)
+
+
+# --------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def _font(size: int):
+    try:
+        return ImageFont.load_default(size=size)
+    except Exception:  # Pillow built without FreeType: bitmap font.
+        return ImageFont.load_default()
+
+
+def _text_w(font, text: str) -> int:
+    if not text:
+        return 0
+    left, _, right, _ = font.getbbox(text)
+    return int(np.ceil(right - min(left, 0)))
+
+
+def _text_h(font) -> int:
+    _, top, _, bottom = font.getbbox("Ag|")
+    return int(np.ceil(bottom))
+
+
+def _colormap(values: np.ndarray) -> np.ndarray:
+    """Map values in [0, 1] to uint8 RGB with (piece-wise linear) viridis."""
+    v = np.clip(np.nan_to_num(values, nan=0.0), 0.0, 1.0) * (len(_VIRIDIS) - 1)
+    lo = np.floor(v).astype(int)
+    hi = np.minimum(lo + 1, len(_VIRIDIS) - 1)
+    frac = (v - lo)[..., None]
+    rgb = _VIRIDIS[lo] * (1.0 - frac) + _VIRIDIS[hi] * frac
+    return np.round(rgb).astype(np.uint8)
+
+
+def _truncate(label: str, max_chars: int = MAX_LABEL_CHARS) -> str:
+    label = str(label).replace("\n", " ").replace("\t", " ")
+    if len(label) > max_chars:
+        return label[: max_chars - 1] + "~"
+    return label
+
+
+def _fit_text(font, text: str, max_w: int) -> str:
+    """Truncate ``text`` further (pixel-wise) until it fits in ``max_w``."""
+    if _text_w(font, text) <= max_w:
+        return text
+    while len(text) > 1 and _text_w(font, text[:-1] + "~") > max_w:
+        text = text[:-1]
+    return text[:-1] + "~" if len(text) > 1 else text
+
+
+def _labels(tokens, n: int) -> list[str]:
+    if tokens is None:
+        return [str(i) for i in range(n)]
+    tokens = [_truncate(t) for t in list(tokens)[:n]]
+    if not tokens:
+        raise ValueError("`tokens` must contain at least one token.")
+    return tokens
+
+
+def _cell_and_font(m: int, target: int) -> tuple[int, int]:
+    cell = int(np.clip(target // max(m, 1), 14, 40))
+    font_size = int(np.clip(cell - 3, 11, 14))
+    return cell, font_size
+
+
+def _label_width(font) -> int:
+    # Fixed width for a given font so that the image size depends on the
+    # number of tokens only, not on their text.
+    return _text_w(font, "o" * MAX_LABEL_CHARS) + 4
+
+
+def _rotated_text(font, text: str, box_w: int, box_h: int, align_right: bool):
+    """Return text rotated 90 degrees counter-clockwise (reads bottom-up).
+
+    The text is laid out horizontally in a ``box_w`` x ``box_h`` box and
+    then rotated, giving a ``box_h`` x ``box_w`` (width x height) image.
+    ``align_right`` puts the end of the text at the top after rotation.
+    """
+    img = Image.new("RGB", (box_w, box_h), _BG)
+    d = ImageDraw.Draw(img)
+    tw = _text_w(font, text)
+    th = _text_h(font)
+    x = box_w - tw - 2 if align_right else max((box_w - tw) // 2, 0)
+    y = max((box_h - th) // 2, 0)
+    d.text((x, y), text, fill=_FG, font=font)
+    return img.rotate(90, expand=True)
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 100 or abs(v) < 0.01:
+        return f"{v:.1e}"
+    return f"{v:.2f}"
+
+
+def _draw_title(draw, font, title, x0, width, y):
+    if title:
+        text = _fit_text(font, str(title), width)
+        tw = _text_w(font, text)
+        draw.text((x0 + max((width - tw) // 2, 0), y), text, fill=_FG, font=font)
+
+
+def _draw_colorbar(img, draw, font, x, y, w, h, vmax):
+    grad = np.linspace(1.0, 0.0, h)[:, None].repeat(w, axis=1)
+    img.paste(Image.fromarray(_colormap(grad), "RGB"), (x, y))
+    draw.rectangle([x - 1, y - 1, x + w, y + h], outline=_FG)
+    th = _text_h(font)
+    for frac in (1.0, 0.5, 0.0):
+        ty = y + int(round((1.0 - frac) * (h - 1)))
+        draw.line([x + w, ty, x + w + 3, ty], fill=_FG)
+        label_y = int(np.clip(ty - th // 2, y - th // 2, y + h - th // 2))
+        draw.text((x + w + 5, label_y), _fmt(frac * vmax), fill=_FG, font=font)
+
+
+# --------------------------------------------------------------------------
+# public renderers
+# --------------------------------------------------------------------------
+def render_attention_heatmap(weights, tokens, title=None) -> np.ndarray:
+    """Render an attention matrix as a labelled heat-map.
+
+    Args:
+      weights: array-like ``(n_queries, n_keys)``; rows are query positions,
+        columns key positions.
+      tokens: the real tokens of the sentence (sequence of str).  The matrix
+        is cropped to its first ``len(tokens)`` rows and columns.  ``None``
+        shows all positions labelled by index.
+      title: optional title drawn above the heat-map.
+
+    Returns:
+      ``uint8`` array ``(H, W, 3)``.  Its size depends only on the number of
+      tokens shown (and is the same with or without a title).
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 2:
+        raise ValueError(f"`weights` must be 2-D (n_queries, n_keys), got {w.shape}.")
+    w = np.nan_to_num(w, nan=0.0, posinf=0.0, neginf=0.0)
+    labels = _labels(tokens, max(w.shape))
+    m = len(labels)
+    w = w[:m, :m]
+    rows, cols = w.shape
+    cell, fs = _cell_and_font(m, 560)
+    font = _font(fs)
+    small = _font(max(fs - 1, 10))
+    th = _text_h(font)
+    label_w = _label_width(font)
+
+    vmax = float(w.max()) if w.size and w.max() > 0 else 1.0
+    vmin = min(float(w.min()) if w.size else 0.0, 0.0)
+    norm = (w - vmin) / (vmax - vmin)
+
+    axis_band = th + 8  # for the rotated "query" / the "key" axis title
+    title_h = th + 12
+    cbar_w = 14
+    cbar_labels = _text_w(small, "0.00e-00") + 8
+
+    hm_x = _PAD + axis_band + label_w + 4
+    hm_y = _PAD + title_h
+    hm_w, hm_h = m * cell, m * cell
+    width = hm_x + hm_w + 14 + cbar_w + cbar_labels + _PAD
+    height = hm_y + hm_h + 4 + label_w + axis_band + _PAD
+
+    img = Image.new("RGB", (width, height), _BG)
+    draw = ImageDraw.Draw(img)
+
+    # heat-map cells
+    cells = np.zeros((m, m), dtype=np.float64)
+    cells[:rows, :cols] = norm
+    block = _colormap(cells).repeat(cell, axis=0).repeat(cell, axis=1)
+    img.paste(Image.fromarray(block, "RGB"), (hm_x, hm_y))
+    if cell >= 18:  # thin grid lines between cells for readability
+        for i in range(1, m):
+            draw.line([hm_x + i * cell, hm_y, hm_x + i * cell, hm_y + hm_h - 1], fill=_BG)
+            draw.line([hm_x, hm_y + i * cell, hm_x + hm_w - 1, hm_y + i * cell], fill=_BG)
+    draw.rectangle([hm_x - 1, hm_y - 1, hm_x + hm_w, hm_y + hm_h], outline=_FG)
+
+    # y tick labels (queries), right-aligned next to the heat-map
+    for i, lab in enumerate(labels):
+        text = _fit_text(font, lab, label_w - 2)
+        tw = _text_w(font, text)
+        y = hm_y + i * cell + (cell - th) // 2
+        draw.text((hm_x - 4 - tw, y), text, fill=_FG, font=font)
+
+    # x tick labels (keys), rotated, under the heat-map
+    used = 0  # widest label actually drawn, to put the axis titles close
+    for j, lab in enumerate(labels):
+        text = _fit_text(font, lab, label_w - 2)
+        used = max(used, _text_w(font, text))
+        rot = _rotated_text(font, text, label_w, cell, align_right=True)
+        img.paste(rot, (hm_x + j * cell, hm_y + hm_h + 4))
+    used = min(used + 6, label_w)
+
+    # axis titles
+    key_w = _text_w(font, "key")
+    draw.text((hm_x + (hm_w - key_w) // 2, hm_y + hm_h + 4 + used + 3),
+              "key", fill=_FG, font=font)
+    qbox_w = max(_text_w(font, "query") + 4, 1)
+    qimg = _rotated_text(font, "query", qbox_w, axis_band, align_right=False)
+    img.paste(qimg, (hm_x - 4 - used - axis_band, hm_y + max((hm_h - qbox_w) // 2, 0)))
+
+    # colour bar
+    cb_x = hm_x + hm_w + 14
+    _draw_colorbar(img, draw, small, cb_x, hm_y, cbar_w, hm_h, vmax)
+
+    _draw_title(draw, font, title, _PAD, width - 2 * _PAD, _PAD)
+    return np.asarray(img, dtype=np.uint8).copy()
+
+
+def render_weights_over_tokens(weights, tokens, title=None) -> np.ndarray:
+    """Render one weight per token as a bar strip plus a heat row.
+
+    Args:
+      weights: array-like ``(n,)`` (e.g. pooling weights averaged over
+        features).  Cropped to ``len(tokens)``.
+      tokens: the real tokens (sequence of str), or ``None`` for indices.
+      title: optional title.
+
+    Returns:
+      ``uint8`` array ``(H, W, 3)`` whose size depends only on the number
+      of tokens shown.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1:
+        raise ValueError(f"`weights` must be 1-D (n,), got {w.shape}.")
+    w = np.nan_to_num(w, nan=0.0, posinf=0.0, neginf=0.0)
+    labels = _labels(tokens, w.shape[0])
+    m = len(labels)
+    vals = np.zeros(m)
+    vals[: min(m, w.shape[0])] = w[:m]
+    cell, fs = _cell_and_font(m, 720)
+    font = _font(fs)
+    small = _font(max(fs - 1, 10))
+    th = _text_h(font)
+    label_w = _label_width(font)
+
+    vmax = float(vals.max()) if vals.max() > 0 else 1.0
+    norm = np.clip(vals / vmax, 0.0, 1.0)
+
+    title_h = th + 12
+    axis_w = _text_w(small, "0.00e-00") + 8
+    bar_h = 90
+    row_h = cell
+
+    x0 = _PAD + axis_w
+    y_bar = _PAD + title_h
+    y_row = y_bar + bar_h + 4
+    strip_w = m * cell
+    width = x0 + strip_w + _PAD + 4
+    height = y_row + row_h + 4 + label_w + _PAD
+
+    img = Image.new("RGB", (width, height), _BG)
+    draw = ImageDraw.Draw(img)
+    colors = _colormap(norm)
+
+    # bars
+    draw.line([x0 - 1, y_bar, x0 - 1, y_bar + bar_h], fill=_FG)
+    draw.line([x0 - 1, y_bar + bar_h, x0 + strip_w, y_bar + bar_h], fill=_FG)
+    for frac in (1.0, 0.5, 0.0):
+        ty = y_bar + int(round((1.0 - frac) * bar_h))
+        draw.line([x0 - 4, ty, x0 - 1, ty], fill=_FG)
+        if frac > 0:
+            draw.line([x0, ty, x0 + strip_w, ty], fill=_GRID)
+        text = _fmt(frac * vmax)
+        draw.text((x0 - 6 - _text_w(small, text), ty - th // 2), text, fill=_FG, font=small)
+    gap = 2 if cell >= 10 else 1
+    for j in range(m):
+        h = int(round(norm[j] * bar_h))
+        if h > 0:
+            draw.rectangle(
+                [x0 + j * cell + gap, y_bar + bar_h - h, x0 + (j + 1) * cell - 1 - gap, y_bar + bar_h - 1],
+                fill=tuple(int(c) for c in colors[j]),
+            )
+
+    # heat row
+    row = colors[None, :, :].repeat(row_h, axis=0).repeat(cell, axis=1)
+    img.paste(Image.fromarray(np.ascontiguousarray(row), "RGB"), (x0, y_row))
+    draw.rectangle([x0 - 1, y_row - 1, x0 + strip_w, y_row + row_h], outline=_FG)
+
+    # token labels
+    for j, lab in enumerate(labels):
+        text = _fit_text(font, lab, label_w - 2)
+        rot = _rotated_text(font, text, label_w, cell, align_right=True)
+        img.paste(rot, (x0 + j * cell, y_row + row_h + 4))
+
+    _draw_title(draw, font, title, _PAD, width - 2 * _PAD, _PAD)
+    return np.asarray(img, dtype=np.uint8).copy()
+
+
+# --------------------------------------------------------------------------
+# callback
+# --------------------------------------------------------------------------
+class AttentionImages(keras.callbacks.Callback):
+    """Log attention heat-maps of a few fixed examples to TensorBoard.
+
+    Args:
+      log_dir: TensorBoard log directory; images go to
+        ``os.path.join(log_dir, subdir)``.
+      attention_fn: ``attention_fn(token_ids) -> dict[str, array]``.  Each
+        value is either ``(batch, n_queries, n_keys)`` attention weights of a
+        branch (logged as ``attention/<name>/example_<k>``) or
+        ``(batch, n)`` 1-D weights over tokens, e.g. pooling weights averaged
+        over features (logged as ``pooling/<name>/example_<k>``).
+      token_ids: int array ``(batch, n)`` of fixed examples; only the first
+        ``max_examples`` rows are passed to ``attention_fn``.
+      tokens: list (one per example) of lists of the real token strings.
+      every_n_epochs: write after every ``every_n_epochs``-th epoch (epochs
+        ``every_n_epochs - 1``, ``2 * every_n_epochs - 1``, ...); the last
+        epoch is also written at train end if it was not already.
+      max_examples: at most this many examples are rendered.
+      subdir: sub-directory of ``log_dir`` for the event files.
+
+    The summary step is the 0-based epoch index.  ``write(step)`` can be
+    called directly, outside ``fit``.
+    """
+
+    def __init__(
+        self,
+        log_dir: str,
+        attention_fn: Callable[[np.ndarray], Mapping[str, np.ndarray]],
+        token_ids,
+        tokens: Sequence[Sequence[str]],
+        every_n_epochs: int = 1,
+        max_examples: int = 3,
+        subdir: str = "attention",
+    ):
+        super().__init__()
+        if every_n_epochs < 1:
+            raise ValueError("`every_n_epochs` must be >= 1.")
+        self.log_dir = os.fspath(log_dir)
+        self.subdir = subdir
+        self.attention_fn = attention_fn
+        self.token_ids = np.asarray(token_ids)
+        if self.token_ids.ndim != 2:
+            raise ValueError(f"`token_ids` must be (batch, n), got {self.token_ids.shape}.")
+        self.tokens = [list(t) for t in tokens]
+        self.every_n_epochs = int(every_n_epochs)
+        self.max_examples = int(max_examples)
+        self._writer = None
+        self._last_epoch = None
+        self._last_written = None
+
+    # -- writer ------------------------------------------------------------
+    @property
+    def images_dir(self) -> str:
+        return os.path.join(self.log_dir, self.subdir)
+
+    def _get_writer(self):
+        import tensorflow as tf
+
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self.images_dir)
+        return self._writer
+
+    def close(self):
+        """Flush and close the event file (a later write reopens one)."""
+        if self._writer is not None:
+            self._writer.flush()
+            self._writer.close()
+            self._writer = None
+
+    # -- rendering ---------------------------------------------------------
+    def _num_examples(self) -> int:
+        return max(0, min(self.max_examples, self.token_ids.shape[0], len(self.tokens)))
+
+    def render(self) -> dict[str, np.ndarray]:
+        """Run ``attention_fn`` and return ``{tag: image}`` without writing."""
+        k = self._num_examples()
+        if k == 0:
+            return {}
+        outputs = self.attention_fn(self.token_ids[:k])
+        images = {}
+        for name, arr in outputs.items():
+            arr = np.asarray(keras.ops.convert_to_numpy(arr))
+            for i in range(min(k, arr.shape[0])):
+                toks = self.tokens[i] or None
+                if arr.ndim == 3:
+                    tag = f"attention/{name}/example_{i}"
+                    images[tag] = render_attention_heatmap(
+                        arr[i], toks, title=f"{name} - example {i}"
+                    )
+                elif arr.ndim == 2:
+                    tag = f"pooling/{name}/example_{i}"
+                    images[tag] = render_weights_over_tokens(
+                        arr[i], toks, title=f"{name} - example {i}"
+                    )
+                else:
+                    raise ValueError(
+                        f"attention_fn output {name!r} must be (batch, n, n) or "
+                        f"(batch, n), got shape {arr.shape}."
+                    )
+        return images
+
+    def write(self, step: int) -> dict[str, np.ndarray]:
+        """Render and write all images at ``step``; returns ``{tag: image}``."""
+        import tensorflow as tf
+
+        images = self.render()
+        writer = self._get_writer()
+        with writer.as_default():
+            for tag, img in images.items():
+                tf.summary.image(tag, img[None], step=int(step), max_outputs=1)
+        writer.flush()
+        self._last_written = int(step)
+        return images
+
+    # -- keras hooks -------------------------------------------------------
+    def on_epoch_end(self, epoch, logs=None):
+        self._last_epoch = int(epoch)
+        if (epoch + 1) % self.every_n_epochs == 0:
+            self.write(epoch)
+
+    def on_train_end(self, logs=None):
+        if self._last_epoch is not None and self._last_written != self._last_epoch:
+            self.write(self._last_epoch)
+        if self._writer is not None:
+            self._writer.flush()

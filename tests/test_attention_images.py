@@ -1,0 +1,191 @@
+"""Tests for keras_posattn.training.attention_images."""
+
+import glob
+import os
+
+import keras
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing import event_accumulator
+
+from keras_posattn.training.attention_images import (
+    AttentionImages,
+    render_attention_heatmap,
+    render_weights_over_tokens,
+)
+
+TOKENS = ["the", "movie", "was", "really", "good"]
+
+
+def _softmax_rows(n, seed=0):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, n)) * 2.0
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+# --------------------------------------------------------------------------
+# renderers
+# --------------------------------------------------------------------------
+def test_heatmap_shape_dtype_and_deterministic():
+    w = _softmax_rows(8)
+    a = render_attention_heatmap(w, TOKENS, title="fa2")
+    b = render_attention_heatmap(w, TOKENS, title="fa2")
+    assert a.dtype == np.uint8
+    assert a.ndim == 3 and a.shape[2] == 3
+    assert a.shape[0] > 50 and a.shape[1] > 50
+    np.testing.assert_array_equal(a, b)
+
+
+def test_heatmap_size_depends_only_on_number_of_tokens():
+    other = ["a", "extraordinarilylongtoken", "b", "c", "d"]
+    a = render_attention_heatmap(_softmax_rows(8, 1), TOKENS, title="x")
+    b = render_attention_heatmap(_softmax_rows(8, 2), other)
+    assert a.shape == b.shape
+    c = render_attention_heatmap(_softmax_rows(8), TOKENS[:3])
+    assert c.shape != a.shape
+
+
+def test_heatmap_depends_on_weights():
+    img = render_attention_heatmap(_softmax_rows(5, 0), TOKENS)
+    assert img.min() != img.max()
+    assert len(np.unique(img.reshape(-1, 3), axis=0)) > 5
+    img2 = render_attention_heatmap(_softmax_rows(5, 1), TOKENS)
+    assert img.shape == img2.shape
+    assert not np.array_equal(img, img2)
+    # weights beyond the real tokens are cropped away
+    w = _softmax_rows(5, 0)
+    padded = np.zeros((9, 9))
+    padded[:5, :5] = w
+    padded2 = padded.copy()
+    padded2[7, :] = 1.0 / 9  # padding row, not shown
+    np.testing.assert_array_equal(
+        render_attention_heatmap(padded, TOKENS), render_attention_heatmap(padded2, TOKENS)
+    )
+
+
+def test_heatmap_edge_cases():
+    one = render_attention_heatmap(np.ones((1, 1)), ["hi"])
+    assert one.dtype == np.uint8 and one.shape[2] == 3
+    long_tokens = ["supercalifragilisticexpialidocious", "x" * 40, "ok"]
+    zeros = np.zeros((3, 3))  # all rows blocked
+    img = render_attention_heatmap(zeros, long_tokens, title="a" * 200)
+    assert img.shape == render_attention_heatmap(zeros, ["a", "b", "c"]).shape
+    # 40 tokens still renders at a reasonable size
+    big = render_attention_heatmap(_softmax_rows(40), [f"tok{i}" for i in range(40)])
+    assert big.shape[0] < 1200 and big.shape[1] < 1200
+    with pytest.raises(ValueError):
+        render_attention_heatmap(np.ones(3), ["a"])
+
+
+def test_weights_over_tokens():
+    w = np.array([0.1, 0.5, 0.2, 0.15, 0.05, 0.0, 0.0])
+    a = render_weights_over_tokens(w, TOKENS, title="pool")
+    assert a.dtype == np.uint8 and a.ndim == 3 and a.shape[2] == 3
+    np.testing.assert_array_equal(a, render_weights_over_tokens(w, TOKENS, title="pool"))
+    b = render_weights_over_tokens(w[::-1].copy(), TOKENS, title="pool")
+    assert a.shape == b.shape and not np.array_equal(a, b)
+    assert render_weights_over_tokens([1.0], ["x" * 30]).shape[2] == 3
+    with pytest.raises(ValueError):
+        render_weights_over_tokens(np.ones((2, 2)), ["a"])
+
+
+# --------------------------------------------------------------------------
+# callback
+# --------------------------------------------------------------------------
+N = 6
+BRANCHES = ["fa2", "fa3", "bw_sd", "fw_sd"]
+EXAMPLE_TOKENS = [["a", "good", "film"], ["bad", "plot", "very", "bad"], ["meh"]]
+
+
+def _fake_attention_fn(calls):
+    def fn(token_ids):
+        token_ids = np.asarray(token_ids)
+        calls.append(token_ids.shape)
+        b = token_ids.shape[0]
+        out = {}
+        for k, name in enumerate(BRANCHES):
+            w = np.stack([_softmax_rows(N, seed=10 * k + i) for i in range(b)])
+            w[:, 0, :] = 0.0  # a fully-blocked / padding row
+            out[name] = w.astype(np.float32)
+        out["pool"] = np.full((b, N), 1.0 / N, dtype=np.float32)
+        return out
+
+    return fn
+
+
+def _read_image_events(directory):
+    """Return {tag: [steps]} for image summaries under ``directory``."""
+    assert glob.glob(os.path.join(directory, "events.out.tfevents.*"))
+    acc = event_accumulator.EventAccumulator(
+        directory, size_guidance={"images": 0, "tensors": 0}
+    )
+    acc.Reload()
+    tags = acc.Tags()
+    found = {}
+    for tag in tags.get("images", []):
+        found[tag] = sorted(e.step for e in acc.Images(tag))
+    for tag in tags.get("tensors", []):
+        events = acc.Tensors(tag)
+        found[tag] = sorted(e.step for e in events)
+        # TF2 image summaries: string tensor [width, height, png...]
+        t = events[0].tensor_proto
+        assert t.dtype == 7  # DT_STRING
+        assert t.string_val[2].startswith(b"\x89PNG")
+    return found
+
+
+def _expected_tags(n_examples):
+    tags = [f"attention/{b}/example_{k}" for b in BRANCHES for k in range(n_examples)]
+    tags += [f"pooling/pool/example_{k}" for k in range(n_examples)]
+    return tags
+
+
+def test_callback_write(tmp_path):
+    calls = []
+    ids = np.random.default_rng(0).integers(1, 50, size=(3, N))
+    cb = AttentionImages(
+        str(tmp_path), _fake_attention_fn(calls), ids, EXAMPLE_TOKENS, max_examples=2
+    )
+    images = cb.write(step=0)
+    cb.close()
+    assert calls == [(2, N)]
+    assert sorted(images) == sorted(_expected_tags(2))
+    found = _read_image_events(os.path.join(str(tmp_path), "attention"))
+    for tag in _expected_tags(2):
+        assert found[tag] == [0], tag
+    assert "attention/fa2/example_2" not in found
+
+
+def test_callback_in_fit(tmp_path):
+    calls = []
+    ids = np.random.default_rng(1).integers(1, 50, size=(3, N))
+    cb = AttentionImages(
+        str(tmp_path), _fake_attention_fn(calls), ids, EXAMPLE_TOKENS, subdir="att"
+    )
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.random.default_rng(0).normal(size=(16, 4)).astype("float32")
+    y = np.zeros((16, 1), dtype="float32")
+    model.fit(x, y, epochs=2, batch_size=8, verbose=0, callbacks=[cb])
+    cb.close()
+    assert len(calls) == 2  # once per epoch, not again at train end
+    found = _read_image_events(os.path.join(str(tmp_path), "att"))
+    for tag in _expected_tags(3):
+        assert found[tag] == [0, 1], tag
+
+
+def test_callback_every_n_epochs_writes_last_at_train_end(tmp_path):
+    calls = []
+    ids = np.ones((1, N), dtype=np.int32)
+    cb = AttentionImages(
+        str(tmp_path), _fake_attention_fn(calls), ids, EXAMPLE_TOKENS[:1], every_n_epochs=2
+    )
+    # drive the hooks directly: epochs 0, 1, 2 -> written at 1, then 2 at end
+    for epoch in range(3):
+        cb.on_epoch_end(epoch)
+    cb.on_train_end()
+    cb.close()
+    found = _read_image_events(os.path.join(str(tmp_path), "attention"))
+    assert found["attention/fw_sd/example_0"] == [1, 2]
+    assert found["pooling/pool/example_0"] == [1, 2]
