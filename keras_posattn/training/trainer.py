@@ -192,6 +192,7 @@ def train(
     sample_text=None,
     dtype_policy=None,
     verbose=None,
+    callbacks=None,
 ):
     """Train a zoo model end to end; see the module docstring.
 
@@ -218,6 +219,7 @@ def train(
         dtype_policy: e.g. ``"mixed_bfloat16"``.
         verbose: Keras fit verbosity (default: progress bar on a terminal,
             one line per epoch otherwise).
+        callbacks: extra Keras callbacks for ``fit``.
     """
     from keras_posattn import text as text_lib
     from keras_posattn.data.baselines import bag_of_words_baseline
@@ -337,6 +339,7 @@ def train(
     test_ds = _dataset(ids["test"], test_split.labels, bs)
 
     # --- callbacks ---
+    extra_callbacks = list(callbacks or [])
     callbacks = [
         keras.callbacks.BackupAndRestore(str(backup_dir), save_freq="epoch"),
         keras.callbacks.TensorBoard(log_dir=str(log_dir)),
@@ -353,6 +356,7 @@ def train(
             AttentionImages(str(log_dir), model.attention_maps, sample_ids, tokens)
         )
 
+    callbacks.extend(extra_callbacks)
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     history = model.fit(

@@ -1,0 +1,166 @@
+"""The main job end to end on tiny generated data: CLI, resume, export reload."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_posattn import cli
+from keras_posattn.data import synthetic
+from keras_posattn.training import trainer
+
+SMALL = [
+    "--set", "embedding_dim=16",
+    "--set", "hidden_dim=16",
+    "--set", "head_units=16",
+    "--batch-size", "32",
+    "--verbose", "0",
+]
+
+_CHILD = r"""
+import json, sys
+import tensorflow as tf
+fn = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+out = fn(text=tf.constant(json.loads(sys.argv[2])))
+assert "keras_posattn" not in sys.modules
+print("RESULT:" + json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
+                             "label": [b.decode() for b in out["label"].numpy()]}))
+"""
+
+
+def _event_tags(directory):
+    tags = set()
+    for root, _, files in os.walk(directory):
+        for name in files:
+            if "tfevents" in name:
+                for event in tf.compat.v1.train.summary_iterator(os.path.join(root, name)):
+                    tags.update(v.tag for v in event.summary.value)
+    return tags
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """`keras-posattn train mpsan` on the embedded task, small and short."""
+    out = tmp_path_factory.mktemp("demo")
+    code = cli.main(
+        ["train", "mpsan", "--demo-size", "300", "--epochs", "2",
+         "--output-dir", str(out / "run"), "--export-dir", str(out / "sm"), *SMALL]
+    )
+    assert code == 0
+    return out
+
+
+def test_demo_run_writes_everything(demo_run):
+    run = demo_run / "run"
+    result = json.loads((run / "result.json").read_text())
+    assert result["epochs_run"] == 2
+    assert 0.0 <= result["test_accuracy"] <= 1.0
+    assert 0.0 <= result["baseline_accuracy"] <= 1.0
+    assert result["sample_prediction"]["label"] in synthetic.LABEL_NAMES
+    assert (run / "checkpoints" / "last.keras").exists()
+    assert not (run / "backup").exists()  # removed once the run completed
+    tags = _event_tags(run / "logs")
+    assert {"epoch_loss", "epoch_accuracy"} <= tags
+    for branch in ("fa2", "fa3", "bw_sd", "fw_sd"):
+        assert f"attention/{branch}/example_0" in tags
+    assert "pooling/pooling/example_0" in tags
+    assert (demo_run / "sm" / "mpsan" / "1" / "saved_model.pb").exists()
+
+
+def test_saved_classifier_and_export_agree(demo_run, tmp_path):
+    """classifier.keras (safe_mode) and the SavedModel, in a process without
+    keras_posattn, give the same probabilities."""
+    texts = [synthetic.DEFAULT_SAMPLE_SENTENCE, "not good", "", "good " * 100]
+    classifier = keras.saving.load_model(demo_run / "run" / "classifier.keras", safe_mode=True)
+    reference = keras.ops.convert_to_numpy(
+        keras.ops.softmax(classifier(tf.constant(texts)), axis=-1)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(demo_run / "sm" / "mpsan" / "1"), json.dumps(texts)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.split("RESULT:")[-1])
+    probs = np.asarray(got["probabilities"])
+    assert np.isfinite(probs).all()  # the empty string included
+    np.testing.assert_allclose(probs, reference, atol=1e-5, rtol=0)
+    assert got["label"] == [synthetic.LABEL_NAMES[i] for i in reference.argmax(-1)]
+
+
+def test_train_on_files_and_export_next_version(tmp_path):
+    task = synthetic.generate_position_task(num_train=200, num_test=60, seed=7)
+    train_path, test_path = synthetic.write_tsv(task, tmp_path / "data")
+    code = cli.main(
+        ["train", "mpsan_released", "--train", str(train_path), "--test", str(test_path),
+         "--epochs", "1", "--output-dir", str(tmp_path / "run"),
+         "--export-dir", str(tmp_path / "sm"), *SMALL]
+    )
+    assert code == 0
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["data"] == str(train_path)
+    # labels.txt next to the data names the classes
+    assert (tmp_path / "run" / "labels.txt").read_text().split() == task.label_names
+    code = cli.main(
+        ["train", "mpsan_released", "--train", str(train_path), "--test", str(test_path),
+         "--epochs", "1", "--output-dir", str(tmp_path / "run"), "--overwrite",
+         "--export-dir", str(tmp_path / "sm"), *SMALL]
+    )
+    assert code == 0
+    assert sorted(os.listdir(tmp_path / "sm" / "mpsan_released")) == ["1", "2"]
+
+
+class _Interrupt(keras.callbacks.Callback):
+    def __init__(self, at_epoch):
+        super().__init__()
+        self.at_epoch = at_epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.at_epoch:
+            raise KeyboardInterrupt("simulated interruption")
+
+
+def test_interrupted_run_resumes_from_checkpoint(tmp_path):
+    task = synthetic.generate_position_task(num_train=200, num_test=60, seed=3)
+    train_path, test_path = synthetic.write_tsv(task, tmp_path / "data")
+    kwargs = dict(
+        train_path=train_path, test_path=test_path, epochs=3, batch_size=32,
+        output_dir=tmp_path / "run", export=False, verbose=0,
+        overrides={"embedding_dim": 16, "hidden_dim": 16, "head_units": 16},
+    )
+    with pytest.raises(KeyboardInterrupt):
+        trainer.train("mpsan", callbacks=[_Interrupt(at_epoch=1)], **kwargs)
+    assert (tmp_path / "run" / "backup").exists()
+
+    # Nothing is lost: a plain rerun refuses to overwrite the interrupted run.
+    with pytest.raises(trainer.TrainingError, match="--resume"):
+        trainer.train("mpsan", **kwargs)
+
+    result = trainer.train("mpsan", resume=True, **kwargs)
+    assert result.epochs_run == 1  # epochs 1 and 2 (0-based 0, 1) were done
+    assert not (tmp_path / "run" / "backup").exists()
+
+
+def test_unknown_model_lists_close_matches(capsys):
+    assert cli.main(["train", "mpsna", "--epochs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "Unknown model 'mpsna'" in err and "mpsan" in err
+
+
+def test_malformed_data_names_file_and_line(tmp_path, capsys):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("0\tgood text\n1 no tab here\n", encoding="utf-8")
+    assert cli.main(["train", "mpsan", "--train", str(bad), "--epochs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.tsv:2" in err
+
+
+def test_models_command_lists_presets(capsys):
+    assert cli.main(["models", "mpsan_table2_*"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("mpsan_table2_model") == 7
