@@ -191,6 +191,21 @@ class MaskedSelfAttention(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return input_shape
 
+    def compute_output_spec(
+        self, inputs, mask=None, return_attention_scores=False, training=None
+    ):
+        # Keras derives symbolic outputs from compute_output_shape(), which
+        # cannot see return_attention_scores: without this, a functional call
+        # asking for the scores silently got the output alone.
+        outputs = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return outputs
+        batch, n, dim = inputs.shape
+        shape = (batch, n, n)
+        if self.compatibility == "multi_dimensional":
+            shape = (batch, n, n, dim)
+        return outputs, keras.KerasTensor(shape, dtype="float32")
+
     def get_config(self):
         config = super().get_config()
         config.update(

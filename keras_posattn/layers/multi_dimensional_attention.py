@@ -86,6 +86,16 @@ class MultiDimensionalAttention(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[-1])
 
+    def compute_output_spec(self, inputs, mask=None, return_attention_scores=False):
+        # compute_output_shape() cannot see return_attention_scores; without
+        # this a functional call asking for the scores got the output alone.
+        outputs = keras.KerasTensor(
+            self.compute_output_shape(inputs.shape), dtype=self.compute_dtype
+        )
+        if not return_attention_scores:
+            return outputs
+        return outputs, keras.KerasTensor(inputs.shape, dtype="float32")
+
     def get_config(self):
         config = super().get_config()
         config.update(

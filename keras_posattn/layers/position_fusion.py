@@ -95,6 +95,11 @@ class PositionFusion(keras.layers.Layer):
         logits = ops.matmul(tokens, self.kernel)  # (b, n, k*d)
         if self.bias == "position":
             n = ops.shape(tokens)[1]
+            if isinstance(n, int) and n > self.max_length:
+                raise ValueError(
+                    f"PositionFusion(bias='position') was built for max_length="
+                    f"{self.max_length} but got a sequence of {n} tokens."
+                )
             logits = logits + self.bias_weight[:n]
         else:
             logits = logits + self.bias_weight
@@ -116,6 +121,16 @@ class PositionFusion(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return input_shape[-1]
+
+    def compute_output_spec(self, inputs, mask=None, return_weights=False):
+        # compute_output_shape() cannot see return_weights; without this a
+        # functional call asking for the weights got the output alone.
+        tokens = inputs[-1]
+        outputs = keras.KerasTensor(tokens.shape, dtype=self.compute_dtype)
+        if not return_weights:
+            return outputs
+        batch, n, dim = tokens.shape
+        return outputs, keras.KerasTensor((batch, n, len(inputs), dim), dtype="float32")
 
     def get_config(self):
         config = super().get_config()

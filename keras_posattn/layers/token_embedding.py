@@ -89,6 +89,10 @@ class TokenEmbedding(keras.layers.Layer):
                 initializer="ones",
                 trainable=False,
             )
+            # PAD (0) and UNK (1) read the frozen zero rows until vectors load.
+            gate = np.ones((self.vocabulary_size, 1), dtype="float32")
+            gate[:2] = 0.0
+            self.row_is_trainable.assign(gate)
 
     def set_pretrained(self, matrix, pretrained_rows=None):
         """Load a (vocabulary_size, output_dim) matrix.
