@@ -30,6 +30,9 @@ def _train_parser(sub):
     p.add_argument("--optimizer", help="adam, adadelta, adamw, sgd, rmsprop")
     p.add_argument("--max-length", type=int, help="tokens kept per text")
     p.add_argument("--max-tokens", type=int, help="vocabulary size cap")
+    p.add_argument("--standardize", default="lower_and_strip_punctuation",
+                   choices=("lower_and_strip_punctuation", "lower", "strip_punctuation", "none"),
+                   help="text standardisation before splitting on whitespace")
     p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
                    help="override a model argument, e.g. --set dropout=0.1 "
                    "--set 'branch_masks=[\"bw\",\"fw\"]' (repeatable)")

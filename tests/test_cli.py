@@ -109,10 +109,11 @@ def test_train_on_files_and_export_next_version(tmp_path):
     code = cli.main(
         ["train", "mpsan_released", "--train", str(train_path), "--test", str(test_path),
          "--epochs", "1", "--output-dir", str(tmp_path / "run"), "--overwrite",
-         "--export-dir", str(tmp_path / "sm"), *SMALL]
+         "--standardize", "none", "--export-dir", str(tmp_path / "sm"), *SMALL]
     )
     assert code == 0
     assert sorted(os.listdir(tmp_path / "sm" / "mpsan_released")) == ["1", "2"]
+
 
 
 class _Interrupt(keras.callbacks.Callback):
@@ -164,3 +165,20 @@ def test_models_command_lists_presets(capsys):
     assert cli.main(["models", "mpsan_table2_*"]) == 0
     out = capsys.readouterr().out
     assert out.count("mpsan_table2_model") == 7
+
+
+def test_standardize_option_reaches_the_vectorizer(tmp_path):
+    data = tmp_path / "train.tsv"
+    rows = ["0\tGood movie!", "1\tgood movie", "0\tBad film.", "1\tbad film"] * 10
+    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    for standardize, expected, absent in (
+        ("none", {"Good", "movie!", "good"}, set()),
+        ("lower_and_strip_punctuation", {"good", "movie"}, {"Good", "movie!"}),
+    ):
+        out = tmp_path / standardize
+        code = cli.main(["train", "mpsan", "--train", str(data), "--epochs", "1",
+                         "--standardize", standardize, "--output-dir", str(out),
+                         "--no-export", *SMALL])
+        assert code == 0
+        vocab = set((out / "vocabulary.txt").read_text(encoding="utf-8").split("\n"))
+        assert expected <= vocab and not (absent & vocab)

@@ -181,6 +181,7 @@ def train(
     optimizer=None,
     max_length=None,
     max_tokens=None,
+    standardize="lower_and_strip_punctuation",
     overrides=None,
     output_dir=None,
     export_dir="saved_models",
@@ -206,6 +207,9 @@ def train(
         max_length: tokens kept per text (default: the longest training text,
             capped at 400).
         max_tokens: vocabulary size cap.
+        standardize: the vectorizer's text standardisation:
+            ``"lower_and_strip_punctuation"`` (default), ``"lower"``,
+            ``"strip_punctuation"`` or ``None`` (keep case and punctuation).
         overrides: dict of model constructor arguments.
         output_dir: run folder (default ``runs/<model_name>``): TensorBoard
             logs, per-epoch checkpoints, the final ``.keras`` model.
@@ -271,16 +275,17 @@ def train(
         f"test {len(test_split.texts)}; {len(label_names)} classes: {', '.join(label_names)}"
     )
 
+    if standardize in ("none", ""):
+        standardize = None
     vectorizer = text_lib.build_vectorizer(
-        train_split.texts,
-        max_length=max_length,
-        max_tokens=max_tokens,
-        length_percentile=None,
+        train_split.texts, max_length=max_length, max_tokens=max_tokens,
+        standardize=standardize,
     )
     seq_len = int(vectorizer.get_config()["output_sequence_length"])
     if max_length is None and seq_len > 400:
         vectorizer = text_lib.build_vectorizer(
-            train_split.texts, max_length=400, max_tokens=max_tokens
+            train_split.texts, max_length=400, max_tokens=max_tokens,
+            standardize=standardize,
         )
         seq_len = 400
     vocabulary = text_lib.vectorizer_vocabulary(vectorizer)
