@@ -182,3 +182,15 @@ def test_standardize_option_reaches_the_vectorizer(tmp_path):
         assert code == 0
         vocab = set((out / "vocabulary.txt").read_text(encoding="utf-8").split("\n"))
         assert expected <= vocab and not (absent & vocab)
+
+
+def test_mixed_precision_run_restores_the_policy(tmp_path):
+    keras.mixed_precision.set_global_policy("float32")
+    code = cli.main(["train", "mpsan", "--demo-size", "200", "--epochs", "1",
+                     "--dtype-policy", "mixed_bfloat16", "--output-dir", str(tmp_path / "run"),
+                     "--export-dir", str(tmp_path / "sm"), *SMALL])
+    assert code == 0
+    assert keras.mixed_precision.global_policy().name == "float32"
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert np.isfinite(result["history"]["loss"]).all()
+    assert np.isfinite(result["sample_prediction"]["probability"])

@@ -169,32 +169,7 @@ def parse_overrides(pairs):
     return result
 
 
-def train(
-    model_name,
-    train_path=None,
-    test_path=None,
-    dev_path=None,
-    embeddings=None,
-    epochs=None,
-    batch_size=None,
-    learning_rate=None,
-    optimizer=None,
-    max_length=None,
-    max_tokens=None,
-    standardize="lower_and_strip_punctuation",
-    overrides=None,
-    output_dir=None,
-    export_dir="saved_models",
-    export=True,
-    resume=False,
-    overwrite=False,
-    seed=1234,
-    demo_size=None,
-    sample_text=None,
-    dtype_policy=None,
-    verbose=None,
-    callbacks=None,
-):
+def train(model_name, dtype_policy=None, **kwargs):
     """Train a zoo model end to end; see the module docstring.
 
     Args:
@@ -225,6 +200,42 @@ def train(
             one line per epoch otherwise).
         callbacks: extra Keras callbacks for ``fit``.
     """
+    previous = keras.mixed_precision.global_policy()
+    if dtype_policy:
+        keras.mixed_precision.set_global_policy(dtype_policy)
+    try:
+        return _train(model_name, **kwargs)
+    finally:
+        # Leave the process as we found it (tests and notebooks train again).
+        keras.mixed_precision.set_global_policy(previous)
+
+
+def _train(
+    model_name,
+    train_path=None,
+    test_path=None,
+    dev_path=None,
+    embeddings=None,
+    epochs=None,
+    batch_size=None,
+    learning_rate=None,
+    optimizer=None,
+    max_length=None,
+    max_tokens=None,
+    standardize="lower_and_strip_punctuation",
+    overrides=None,
+    output_dir=None,
+    export_dir="saved_models",
+    export=True,
+    resume=False,
+    overwrite=False,
+    seed=1234,
+    demo_size=None,
+    sample_text=None,
+    verbose=None,
+    callbacks=None,
+):
+    """See ``train``."""
     from keras_posattn import text as text_lib
     from keras_posattn.data.baselines import bag_of_words_baseline
 
@@ -260,8 +271,6 @@ def train(
     output_dir.mkdir(parents=True, exist_ok=True)
     log_dir = output_dir / "logs"
 
-    if dtype_policy:
-        keras.mixed_precision.set_global_policy(dtype_policy)
     keras.utils.set_random_seed(seed)
 
     # --- data ---
