@@ -72,7 +72,7 @@ def main(argv=None):
     try:
         kwargs["overrides"] = parse_overrides(kwargs.pop("overrides"))
         train(kwargs.pop("model"), **kwargs)
-    except (TrainingError, DataFormatError, FileNotFoundError, ValueError) as e:
+    except (TrainingError, DataFormatError, FileNotFoundError, ImportError, ValueError) as e:
         print(f"keras-posattn: error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -315,12 +315,21 @@ def _train(
 
     # --- embeddings ---
     matrix = pretrained_rows = None
-    if embeddings is None and not demo:
+    defaulted = embeddings is None and not demo
+    if defaulted:
         embeddings = recipe.get("embeddings")
     if str(embeddings).lower() in ("none", ""):
         embeddings = None
     if embeddings:
-        vectors = text_lib.load_word_vectors(embeddings)
+        try:
+            vectors = text_lib.load_word_vectors(embeddings)
+        except ImportError as e:
+            if not defaulted:
+                raise
+            raise TrainingError(
+                f"{e} (the recipe's default vectors; pass --embeddings none to train "
+                "without pretrained vectors)"
+            ) from None
         init = text_lib.build_embedding_matrix(vocabulary, vectors, seed=seed)
         matrix, pretrained_rows = init.matrix, init.pretrained
         dim = matrix.shape[1]
