@@ -2,10 +2,11 @@ import keras
 from keras import ops
 
 from keras_posattn.attention_ops import zero_padding
+from keras_posattn.layers.weight_options import WeightOptions
 
 
 @keras.saving.register_keras_serializable(package="keras_posattn")
-class FusionGate(keras.layers.Layer):
+class FusionGate(WeightOptions, keras.layers.Layer):
     """DiSAN's fusion gate between an attention output and its input.
 
     ``F = sigmoid(W_1 s + W_2 h + b)``, ``u = F * h + (1 - F) * s`` (Shen et
@@ -36,9 +37,7 @@ class FusionGate(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self._init_weight_options(kernel_initializer, bias_initializer, kernel_regularizer)
         self.supports_masking = True
 
     def build(self, input_shape):
@@ -83,13 +82,7 @@ class FusionGate(keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(
-                    self.kernel_regularizer
-                ),
+                **self._weight_options_config(),
             }
         )
         return config

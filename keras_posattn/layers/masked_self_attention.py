@@ -5,13 +5,14 @@ from keras_posattn import masks as masks_lib
 from keras_posattn.attention_ops import masked_softmax
 from keras_posattn.attention_ops import self_attention_allowed
 from keras_posattn.attention_ops import zero_padding
+from keras_posattn.layers.weight_options import WeightOptions
 
 COMPATIBILITIES = ("additive", "multi_dimensional", "dot")
 ACTIVATIONS = ("elu", "scaled_tanh", "linear")
 
 
 @keras.saving.register_keras_serializable(package="keras_posattn")
-class MaskedSelfAttention(keras.layers.Layer):
+class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
     """Self-attention over a sequence restricted by a positional mask.
 
     For queries ``q`` and keys ``k`` of a sequence ``h`` (batch, n, d), the
@@ -99,9 +100,7 @@ class MaskedSelfAttention(keras.layers.Layer):
         self.activation = activation
         self.scale = float(scale)
         self.dropout = float(dropout)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self._init_weight_options(kernel_initializer, bias_initializer, kernel_regularizer)
         self.supports_masking = True
         self._dropout_layer = keras.layers.Dropout(self.dropout)
 
@@ -220,13 +219,7 @@ class MaskedSelfAttention(keras.layers.Layer):
                 "scale": self.scale,
                 "dropout": self.dropout,
                 "faraway_rule": self.faraway_rule,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(
-                    self.kernel_regularizer
-                ),
+                **self._weight_options_config(),
             }
         )
         return config

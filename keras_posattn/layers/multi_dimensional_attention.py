@@ -2,10 +2,11 @@ import keras
 from keras import ops
 
 from keras_posattn.attention_ops import masked_softmax
+from keras_posattn.layers.weight_options import WeightOptions
 
 
 @keras.saving.register_keras_serializable(package="keras_posattn")
-class MultiDimensionalAttention(keras.layers.Layer):
+class MultiDimensionalAttention(WeightOptions, keras.layers.Layer):
     """Pools a sequence into one vector with a per-feature softmax over time.
 
     DiSAN's multi-dimensional source2token attention (Shen et al. 2018,
@@ -44,9 +45,7 @@ class MultiDimensionalAttention(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         self.activation = keras.activations.get(activation)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self._init_weight_options(kernel_initializer, bias_initializer, kernel_regularizer)
         self.supports_masking = True
 
     def build(self, input_shape):
@@ -101,13 +100,7 @@ class MultiDimensionalAttention(keras.layers.Layer):
         config.update(
             {
                 "activation": keras.activations.serialize(self.activation),
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(
-                    self.kernel_regularizer
-                ),
+                **self._weight_options_config(),
             }
         )
         return config

@@ -2,12 +2,13 @@ import keras
 from keras import ops
 
 from keras_posattn.attention_ops import zero_padding
+from keras_posattn.layers.weight_options import WeightOptions
 
 BIASES = ("position", "shared")
 
 
 @keras.saving.register_keras_serializable(package="keras_posattn")
-class PositionFusion(keras.layers.Layer):
+class PositionFusion(WeightOptions, keras.layers.Layer):
     """Fuses k sources with per-feature softmax weights computed from tokens.
 
     MPSAN's Position-Fusion Layer with Tokens-Position-Weight (Dai et al.
@@ -62,9 +63,7 @@ class PositionFusion(keras.layers.Layer):
             )
         self.bias = bias
         self.max_length = None if max_length is None else int(max_length)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self._init_weight_options(kernel_initializer, bias_initializer, kernel_regularizer)
         self.supports_masking = True
 
     def build(self, input_shape):
@@ -138,13 +137,7 @@ class PositionFusion(keras.layers.Layer):
             {
                 "bias": self.bias,
                 "max_length": self.max_length,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(
-                    self.kernel_regularizer
-                ),
+                **self._weight_options_config(),
             }
         )
         return config
