@@ -22,7 +22,8 @@ def masked_softmax(logits, allowed=None, axis=-1):
 
     Args:
         logits: float tensor (any float dtype; computed in float32).
-        allowed: bool tensor broadcastable to ``logits``, or None.
+        allowed: bool tensor broadcastable to ``logits``, or None. It is never
+            materialised at the logits' full shape.
         axis: the axis to normalise over.
 
     Returns:
@@ -32,8 +33,11 @@ def masked_softmax(logits, allowed=None, axis=-1):
     logits = ops.cast(logits, "float32")
     if allowed is None:
         return ops.softmax(logits, axis=axis)
-    allowed = ops.broadcast_to(allowed, ops.shape(logits))
-    filled = ops.where(allowed, logits, ops.full_like(logits, _FLOAT32_FILL))
+    # ``allowed`` is broadcast lazily by ``where`` and the product below: a
+    # (b, n, n, 1) mask for (b, n, n, d) logits stays that small, and so does
+    # the float copy kept for the backward pass.
+    allowed = ops.cast(allowed, "bool")
+    filled = ops.where(allowed, logits, _FLOAT32_FILL)
     weights = ops.softmax(filled, axis=axis)
     # A fully blocked row was softmax-ed to uniform: multiply it back to zero.
     return weights * ops.cast(allowed, "float32")
