@@ -78,3 +78,70 @@ def zero_padding(x, padding_mask):
     while len(m.shape) < len(x.shape):
         m = ops.expand_dims(m, -1)
     return x * m
+
+
+def split_heads(x, num_heads):
+    """(b, n, d) -> (b, num_heads, n, d / num_heads)."""
+    b, n, d = ops.shape(x)[0], ops.shape(x)[1], x.shape[-1]
+    if d % num_heads:
+        raise ValueError(f"width {d} is not divisible by num_heads={num_heads}.")
+    x = ops.reshape(x, (b, n, num_heads, d // num_heads))
+    return ops.transpose(x, (0, 2, 1, 3))
+
+
+def merge_heads(x):
+    """(b, h, n, d_h) -> (b, n, h * d_h)."""
+    b, h, n, dh = ops.shape(x)[0], x.shape[1], ops.shape(x)[2], x.shape[-1]
+    x = ops.transpose(x, (0, 2, 1, 3))
+    return ops.reshape(x, (b, n, h * dh))
+
+
+def multi_head_attention(
+    query, key, value, num_heads, allowed=None, penalty=None, weights_dropout=None
+):
+    """Scaled dot-product attention over ``num_heads`` heads, through the core.
+
+    ``logits[b, h, q, k] = <query_h[q], key_h[k]> / sqrt(d / h) + penalty``,
+    blocked entries get zero weight (``masked_softmax``), and
+    ``out[b, q] = concat_h(sum_k p[b, h, q, k] value_h[k])``. No projections:
+    the calling layer owns them (dense, convolutional or none).
+
+    Args:
+        query: (b, n_q, d) float tensor.
+        key: (b, n_k, d) float tensor.
+        value: (b, n_k, d_v) float tensor; ``d_v`` divisible by ``num_heads``.
+        num_heads: number of heads h (``d`` divisible by h).
+        allowed: bool, broadcastable to (b, n_q, n_k) (e.g. from
+            ``self_attention_allowed`` or ``key_allowed``), or None.
+        penalty: float, broadcastable to (n_q, n_k), added to every head's
+            logits, or None.
+        weights_dropout: optional callable applied to the weights before
+            they weight the values (e.g. a ``keras.layers.Dropout`` with its
+            ``training`` flag bound).
+
+    Returns:
+        ``(outputs, weights)``: outputs (b, n_q, d_v) in ``value``'s dtype;
+        weights float32 (b, h, n_q, n_k), zero rows where no key is allowed.
+    """
+    q = split_heads(query, num_heads)
+    k = split_heads(key, num_heads)
+    v = split_heads(value, num_heads)
+    # Scale the queries before the product (smaller values in float16), then
+    # take the softmax in float32 like every other attention.
+    q = q * ops.cast(1.0 / float(q.shape[-1]) ** 0.5, q.dtype)
+    logits = ops.cast(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), "float32")
+    if penalty is not None:
+        logits = logits + ops.cast(penalty, "float32")
+    if allowed is not None:
+        allowed = ops.expand_dims(ops.cast(allowed, "bool"), 1)  # (b, 1, n_q, n_k)
+    weights = masked_softmax(logits, allowed, axis=-1)
+    used = weights if weights_dropout is None else weights_dropout(weights)
+    outputs = ops.matmul(ops.cast(used, v.dtype), v)
+    return merge_heads(outputs), weights
+
+
+def key_allowed(key_mask, num_queries=1):
+    """Allowed matrix (b, num_queries, n_k) from a key padding mask (b, n_k):
+    every query may see every real key (target / pooling attention)."""
+    key_mask = ops.cast(key_mask, "bool")
+    return ops.repeat(ops.expand_dims(key_mask, 1), num_queries, axis=1)

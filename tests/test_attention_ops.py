@@ -35,3 +35,41 @@ def test_mask_is_broadcast_lazily():
     assert not full, f"mask materialised at the logits' shape by {full}"
     weights = fn(tf.zeros((b, n, n, d)), tf.ones((b, n, n, 1), tf.bool)).numpy()
     np.testing.assert_allclose(weights.sum(axis=2), 1.0, rtol=1e-6)
+
+
+def _numpy_multi_head(q, k, v, h, allowed):
+    b, nq, d = q.shape
+    dh, dv = d // h, v.shape[-1] // h
+    out = np.zeros((b, nq, v.shape[-1]))
+    weights = np.zeros((b, h, nq, k.shape[1]))
+    for bi in range(b):
+        for hi in range(h):
+            qs, ks = q[bi, :, hi * dh:(hi + 1) * dh], k[bi, :, hi * dh:(hi + 1) * dh]
+            vs = v[bi, :, hi * dv:(hi + 1) * dv]
+            logits = qs @ ks.T / np.sqrt(dh)
+            for qi in range(nq):
+                ok = allowed[bi, qi]
+                if not ok.any():
+                    continue
+                e = np.exp(logits[qi][ok] - logits[qi][ok].max())
+                weights[bi, hi, qi, ok] = e / e.sum()
+            out[bi, :, hi * dv:(hi + 1) * dv] = weights[bi, hi] @ vs
+    return out, weights
+
+
+def test_multi_head_attention_matches_numpy():
+    from keras_posattn.attention_ops import multi_head_attention, self_attention_allowed
+
+    rng = np.random.default_rng(1)
+    q, k = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 5, 8))
+    v = rng.normal(size=(2, 5, 12))
+    padding = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    allowed, _ = self_attention_allowed(None, 5, padding)
+    allowed = np.broadcast_to(np.asarray(allowed), (2, 5, 5))
+    out, weights = multi_head_attention(
+        q.astype("float32"), k.astype("float32"), v.astype("float32"), 4, allowed
+    )
+    ref_out, ref_weights = _numpy_multi_head(q, k, v, 4, allowed)
+    np.testing.assert_allclose(np.asarray(weights), ref_weights, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(out), ref_out, atol=1e-5)
+    assert np.all(np.asarray(weights)[0, :, 3:] == 0)  # padding queries: zero rows
