@@ -56,12 +56,25 @@ def base_layer_config_keys():
 
 
 def constructor_arguments(cls):
-    params = inspect.signature(cls.__init__).parameters
-    return {
-        name
-        for name, p in params.items()
-        if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-    }
+    """Named constructor arguments; a constructor that forwards ``**kwargs`` to a
+    Keras layer class it extends (``MaskedConv1D(Conv1D)``) also takes that
+    class's arguments."""
+    names = set()
+    for klass in cls.__mro__:
+        if klass in (keras.layers.Layer, keras.Model, object) or "__init__" not in vars(klass):
+            continue
+        params = inspect.signature(klass.__init__).parameters
+        names |= {
+            name
+            for name, p in params.items()
+            if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        }
+        forwards = any(p.kind == p.VAR_KEYWORD for p in params.values())
+        # Stop at a constructor that forwards nothing, or at the first stock
+        # Keras class (its own bases take internal arguments such as ``rank``).
+        if not forwards or not klass.__module__.startswith("keras_posattn"):
+            break
+    return names
 
 
 def _symbolic_shape(array):

@@ -1,6 +1,8 @@
 """Keras layers of keras_posattn, one file each."""
 
 from keras_posattn.layers.fusion_gate import FusionGate
+from keras_posattn.layers.masked_conv1d import MaskedConv1D
+from keras_posattn.layers.masked_global_pooling1d import MaskedGlobalPooling1D
 from keras_posattn.layers.masked_self_attention import MaskedSelfAttention
 from keras_posattn.layers.multi_dimensional_attention import MultiDimensionalAttention
 from keras_posattn.layers.position_fusion import PositionFusion
@@ -8,6 +10,8 @@ from keras_posattn.layers.token_embedding import TokenEmbedding
 
 __all__ = [
     "FusionGate",
+    "MaskedConv1D",
+    "MaskedGlobalPooling1D",
     "MaskedSelfAttention",
     "MultiDimensionalAttention",
     "PositionFusion",
