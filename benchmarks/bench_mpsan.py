@@ -12,8 +12,8 @@ full length (no padding: the worst case for a given length), the median time
 of ``--steps`` steps over ``--repeats`` repeats after a warm-up epoch that
 pays for tracing.
 
-Export latency: the same model with a vectorizer of the given vocabulary and
-length 50, exported through ``keras_posattn.export`` and reloaded with
+Export latency: the same model with a ``TextPreprocessor`` of the given
+vocabulary and length 50, exported through ``keras_posattn.export`` and reloaded with
 ``tf.saved_model.load``; the ``serving_default`` signature is called on raw
 strings at batch 1 and 64.
 """
@@ -26,7 +26,9 @@ import statistics
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from keras_posattn.cli import quiet_tensorflow  # noqa: E402
+
+quiet_tensorflow()  # before TensorFlow loads: no C++ start-up chatter
 
 import numpy as np  # noqa: E402
 import keras  # noqa: E402
@@ -86,21 +88,22 @@ def bench_training(model_name, length, batch_size, steps, repeats, vocab, classe
 
 def bench_export_latency(model_name, vocab, classes, batch_sizes, calls, seed=0):
     from keras_posattn.export import export_saved_model
-    from keras_posattn.text import build_vectorizer
+    from keras_posattn.models import TextClassifier
+    from keras_posattn.preprocessing import TextPreprocessor
 
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(vocab - 2)]
     texts = [" ".join(rng.choice(words, size=rng.integers(5, 50))) for _ in range(2000)]
-    vectorizer = build_vectorizer(texts, max_length=50)
+    preprocessor = TextPreprocessor.from_texts(texts, max_length=50)
     model = zoo.build(
         model_name,
         num_classes=classes,
-        vocabulary_size=len(vectorizer.get_vocabulary()),
+        vocabulary_size=preprocessor.vocabulary_size,
         max_length=50,
     )
-    names = [f"class_{i}" for i in range(classes)]
+    classifier = TextClassifier(preprocessor, model)
     with tempfile.TemporaryDirectory() as tmp:
-        path = export_saved_model(model, vectorizer, names, name=model_name, base_dir=tmp)
+        path = export_saved_model(classifier, name=model_name, base_dir=tmp)
         size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
         start = time.perf_counter()
         serve = tf.saved_model.load(str(path)).signatures["serving_default"]

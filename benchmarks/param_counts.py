@@ -11,7 +11,9 @@ bias's ``5 * d * (max_length - 1)`` extra entries.
 import argparse
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from keras_posattn.cli import quiet_tensorflow  # noqa: E402
+
+quiet_tensorflow()  # before TensorFlow loads: no C++ start-up chatter
 
 from keras_posattn import zoo  # noqa: E402
 from keras_posattn.utils import count_parameters  # noqa: E402

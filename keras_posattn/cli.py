@@ -6,10 +6,46 @@
 """
 
 import argparse
+import contextlib
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+TF_LOGS_VARIABLE = "KERAS_POSATTN_TF_LOGS"
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+    """Point file descriptor 2 at /dev/null (C++ code writes there directly)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def quiet_tensorflow():
+    """Import TensorFlow without its C++ start-up chatter.
+
+    TensorFlow prints absl and CUDA lines ("All log messages before
+    absl::InitializeLog()...", "Could not find cuda drivers", "failed call to
+    cuInit") on a machine without a GPU, some before its own log level can
+    apply. The command's output should start with the program's own lines:
+    the log level is raised to errors-off and stderr is silenced while
+    TensorFlow loads and first touches its devices. ``--tf-logs`` (or
+    ``KERAS_POSATTN_TF_LOGS=1``) keeps TensorFlow's logs.
+    """
+    if os.environ.get(TF_LOGS_VARIABLE):
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with _stderr_silenced():
+        import tensorflow as tf
+
+        tf.config.list_logical_devices()
 
 
 def _train_parser(sub):
@@ -51,11 +87,16 @@ def _train_parser(sub):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="keras-posattn", description=__doc__.split("\n")[0])
+    parser.add_argument("--tf-logs", action="store_true",
+                        help="show TensorFlow's own start-up and C++ log lines")
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     models = sub.add_parser("models", help="list zoo models")
     models.add_argument("pattern", nargs="?", default="*")
     args = parser.parse_args(argv)
+    if args.tf_logs:
+        os.environ[TF_LOGS_VARIABLE] = "1"
+    quiet_tensorflow()
 
     if args.command == "models":
         from keras_posattn import zoo
@@ -64,11 +105,12 @@ def main(argv=None):
             print(f"{name:28s} {zoo.get_preset(name).get('description', '')}")
         return 0
 
-    from keras_posattn.text.readers import DataFormatError
+    from keras_posattn.datasets.readers import DataFormatError
     from keras_posattn.training.trainer import TrainingError, parse_overrides, train
 
     kwargs = vars(args).copy()
     kwargs.pop("command")
+    kwargs.pop("tf_logs")
     try:
         kwargs["overrides"] = parse_overrides(kwargs.pop("overrides"))
         train(kwargs.pop("model"), **kwargs)

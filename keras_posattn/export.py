@@ -1,10 +1,11 @@
 """Export a trained text classifier as a TF Serving-ready SavedModel.
 
-This module is *the* export path of ``keras_posattn``: raw strings in,
-class probabilities / ids / names out, with the text preprocessing
-(``keras.layers.TextVectorization``) baked into the graph so that the
-serving side needs nothing but TensorFlow (no ``keras_posattn``, no
-Keras, no vocabulary file).
+This module is *the* export path of ``keras_posattn``: a ``TextClassifier``
+(the model family's preprocessor + the zoo model, the same strings-to-logits
+path as training and ``classifier.keras``) becomes a SavedModel with raw
+strings in and class probabilities / ids / names out. The preprocessing is in
+the graph, so the serving side needs nothing but TensorFlow (no
+``keras_posattn``, no Keras, no vocabulary file).
 
 Signature contract (``serving_default``)
 ----------------------------------------
@@ -18,9 +19,8 @@ Outputs::
     class_id       tf.int64   [None]       argmax of ``probabilities``
     label          tf.string  [None]       ``label_names[class_id]``
 
-``C == len(label_names)``.  Texts longer than the vectorizer's
-``output_sequence_length`` are truncated, shorter ones padded, exactly as
-``vectorizer(texts)`` does in Keras.
+``C == len(classifier.label_names)``.  Texts longer than the
+preprocessor's ``max_length`` are truncated, exactly as in training.
 
 Directory layout (what TF Serving expects)::
 
@@ -83,7 +83,7 @@ OUTPUT_KEYS = ("probabilities", "class_id", "label")
 _VERSION_DIR_RE = re.compile(r"[0-9]+")
 _TMP_PREFIX = ".tmp-"
 _OLD_PREFIX = ".old-"
-# Used to build (see ``_ensure_built``) and sanity-check the pipeline.
+# Used to sanity-check the pipeline before writing anything.
 _PROBE_TEXT = "keras posattn export probe"
 
 
@@ -94,18 +94,16 @@ _PROBE_TEXT = "keras posattn export probe"
 # --------------------------------------------------------------------------
 
 
-def _add_serving_default(archive, *, model, vectorizer, label_names, from_logits):
+def _add_serving_default(archive, *, classifier, label_names):
     """``serving_default``: raw strings -> probabilities, class_id, label."""
     names = tf.constant(list(label_names), dtype=tf.string)
 
     # The input key of the written SignatureDef comes from the TensorSpec
     # name (it wins over the Python argument name); both say "text".
     def serving_default(text):
-        token_ids = vectorizer(text)
-        outputs = model(token_ids, training=False)
+        logits = classifier(text, training=False)
         # Cast first: a mixed-precision model may return float16.
-        outputs = tf.cast(outputs, tf.float32)
-        probabilities = tf.nn.softmax(outputs, axis=-1) if from_logits else outputs
+        probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
         class_id = tf.argmax(probabilities, axis=-1, output_type=tf.int64)
         return {
             "probabilities": probabilities,
@@ -129,37 +127,24 @@ _ENDPOINT_BUILDERS = (_add_serving_default,)
 
 
 def export_saved_model(
-    model,
-    vectorizer,
-    label_names: Sequence[str],
+    classifier,
     name: str,
     base_dir="saved_models",
     version: int | None = None,
-    from_logits: bool = True,
     overwrite: bool = False,
 ) -> Path:
-    """Export ``vectorizer`` + ``model`` as ``<base_dir>/<name>/<version>/``.
+    """Export a ``TextClassifier`` as ``<base_dir>/<name>/<version>/``.
 
     Args:
-        model: Keras 3 model mapping int token ids ``(batch, seq_len)`` to
-            class logits ``(batch, num_classes)`` (probabilities if
-            ``from_logits=False``).
-        vectorizer: ``keras.layers.TextVectorization`` with
-            ``output_mode="int"`` and a fixed ``output_sequence_length``,
-            turning raw strings into the ids ``model`` expects.  It is
-            embedded in the SavedModel (vocabulary included).
-        label_names: class names; ``len(label_names)`` must equal the
-            model's number of outputs.  ``label_names[i]`` is the ``label``
-            returned for ``class_id == i``.
+        classifier: a ``keras_posattn.models.TextClassifier`` (preprocessor +
+            zoo model, raw strings to logits); its ``label_names`` name the
+            classes returned as ``label``.
         name: model name = directory under ``base_dir`` = TF Serving
             ``MODEL_NAME``.  A single path component.
         base_dir: root of the model repository (default ``saved_models``,
             relative to the current directory).
         version: positive integer version.  ``None`` -> one more than the
             largest existing integer version directory (1 if none).
-        from_logits: ``True`` if ``model`` returns logits (softmax is
-            applied in-graph), ``False`` if it already returns
-            probabilities (only cast to float32).
         overwrite: replace an existing ``version`` instead of raising.
 
     Returns:
@@ -169,8 +154,7 @@ def export_saved_model(
     Raises:
         FileExistsError: ``version`` already exists and ``overwrite`` is
             false.
-        ValueError / TypeError: invalid arguments, or label_names not
-            matching the model's output width.
+        ValueError / TypeError: invalid arguments.
 
     The SavedModel is written to ``<base_dir>/<name>/.tmp-<version>-<hex>``
     and renamed to ``<version>`` only once complete, so a failed export
@@ -178,14 +162,18 @@ def export_saved_model(
     removed) and TF Serving never picks up a half-written one.  See the
     module docstring for the signature contract and serving commands.
     """
+    from keras_posattn.models import TextClassifier
+
     _check_name(name)
-    label_names = _check_label_names(label_names)
-    _check_vectorizer(vectorizer)
+    if not isinstance(classifier, TextClassifier):
+        raise TypeError(
+            "export_saved_model expects a keras_posattn.models.TextClassifier "
+            f"(preprocessor + model), got {type(classifier).__name__}."
+        )
+    label_names = _check_label_names(classifier.label_names)
     if version is not None:
         version = _check_version(version)
-
-    _ensure_built(model, vectorizer)
-    _check_output_width(model, vectorizer, label_names)
+    _check_output_width(classifier, label_names)
 
     model_dir = Path(base_dir) / name
     model_dir.mkdir(parents=True, exist_ok=True)
@@ -195,16 +183,9 @@ def export_saved_model(
     _check_free(model_dir, version, overwrite)
 
     archive = keras.export.ExportArchive()
-    archive.track(vectorizer)
-    archive.track(model)
+    archive.track(classifier)
     for build_endpoint in _ENDPOINT_BUILDERS:
-        build_endpoint(
-            archive,
-            model=model,
-            vectorizer=vectorizer,
-            label_names=label_names,
-            from_logits=from_logits,
-        )
+        build_endpoint(archive, classifier=classifier, label_names=label_names)
 
     tmp_dir = _make_private_dir(model_dir, f"{_TMP_PREFIX}{version}-")
     try:
@@ -275,20 +256,6 @@ def _check_label_names(label_names):
     return label_names
 
 
-def _check_vectorizer(vectorizer):
-    if not isinstance(vectorizer, keras.layers.TextVectorization):
-        raise TypeError(
-            f"`vectorizer` must be a keras.layers.TextVectorization, got {type(vectorizer)}."
-        )
-    config = vectorizer.get_config()
-    if config.get("output_mode") != "int" or not config.get("output_sequence_length"):
-        raise ValueError(
-            "`vectorizer` must use output_mode='int' with a fixed "
-            f"output_sequence_length; got output_mode={config.get('output_mode')!r}, "
-            f"output_sequence_length={config.get('output_sequence_length')!r}."
-        )
-
-
 def _check_version(version):
     if isinstance(version, bool) or not isinstance(version, numbers.Integral):
         raise TypeError(f"`version` must be an int or None, got {version!r}.")
@@ -297,18 +264,8 @@ def _check_version(version):
     return int(version)
 
 
-def _ensure_built(model, vectorizer):
-    # ExportArchive.track() refuses unbuilt layers, and a TextVectorization
-    # created with `vocabulary=` is not built until it is first called.
-    probe = tf.constant([_PROBE_TEXT])
-    if not vectorizer.built:
-        vectorizer(probe)
-    if not model.built:
-        model(vectorizer(probe))
-
-
-def _check_output_width(model, vectorizer, label_names):
-    outputs = model(vectorizer(tf.constant([_PROBE_TEXT])), training=False)
+def _check_output_width(classifier, label_names):
+    outputs = classifier(tf.constant([_PROBE_TEXT]), training=False)
     shape = tuple(outputs.shape)
     if len(shape) != 2 or shape[-1] != len(label_names):
         raise ValueError(

@@ -110,7 +110,8 @@ class Faraway(PositionalMask):
     ``rule="released"`` selects that.
 
     Args:
-        m: int >= 1, the window radius.
+        m: int >= 1, the window radius (>= 2 with ``rule="released"``, where
+            ``m = 1`` would block every key).
         rule: ``"paper"`` (``|q-k| <= m``, default) or ``"released"``
             (``|q-k| < m``).
     """
@@ -122,6 +123,12 @@ class Faraway(PositionalMask):
         if rule not in ("paper", "released"):
             raise ValueError(
                 f"Faraway rule must be 'paper' or 'released', got {rule!r}."
+            )
+        if rule == "released" and m < 2:
+            raise ValueError(
+                f"Faraway({m}, rule='released') allows keys with |q - k| < {m}, i.e. none "
+                "but the query itself, which Faraway blocks: every key would be blocked. "
+                "The released code's radii are 2 and 3."
             )
         self.m = m
         self.rule = rule

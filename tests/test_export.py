@@ -16,6 +16,9 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_posattn import export  # noqa: E402
+from keras_posattn import zoo  # noqa: E402
+from keras_posattn.models import TextClassifier  # noqa: E402
+from keras_posattn.preprocessing import TextPreprocessor  # noqa: E402
 
 SEQ_LEN = 8
 LABELS = ["negative", "neutral", "positive"]
@@ -37,57 +40,31 @@ TEXTS = [
 ]
 
 
-def _vocabulary():
-    words = sorted({w for s in SENTENCES for w in s.split()})
-    return words
-
-
-def _make_vectorizer():
-    return keras.layers.TextVectorization(
-        vocabulary=_vocabulary(), output_sequence_length=SEQ_LEN
-    )
-
-
-def _make_model(vocab_size):
-    init = keras.initializers.RandomNormal
-    return keras.Sequential(
-        [
-            keras.Input(shape=(SEQ_LEN,), dtype="int64"),
-            keras.layers.Embedding(
-                vocab_size, 8, mask_zero=True, embeddings_initializer=init(stddev=1.0, seed=1)
-            ),
-            keras.layers.GlobalAveragePooling1D(),
-            # Large-ish weights so the classes are well separated (no argmax ties).
-            keras.layers.Dense(
-                len(LABELS),
-                kernel_initializer=init(stddev=1.0, seed=2),
-                bias_initializer=init(stddev=0.5, seed=3),
-            ),
-        ]
-    )
+def _make_classifier(labels=LABELS):
+    pre = TextPreprocessor.from_texts(SENTENCES, max_length=SEQ_LEN)
+    keras.utils.set_random_seed(1)
+    model = zoo.build("mpsan_table5_no_attention", num_classes=len(LABELS),
+                      vocabulary_size=pre.vocabulary_size, embedding_dim=8, max_length=SEQ_LEN)
+    # Large weights so the classes are well separated (no argmax ties).
+    rng = np.random.default_rng(2)
+    for w in model.trainable_weights:
+        w.assign(rng.normal(0.0, 1.0, size=tuple(w.shape)).astype("float32"))
+    return TextClassifier(pre, model, label_names=labels)
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    vectorizer = _make_vectorizer()
-    # Deliberately NOT calling the vectorizer here: export must cope with a
-    # `vocabulary=` TextVectorization that was never called (unbuilt).
-    assert not vectorizer.built
-    model = _make_model(len(_vocabulary()) + 2)  # + padding "" and "[UNK]"
-    return model, vectorizer
+    return _make_classifier()
 
 
 @pytest.fixture(scope="module")
 def exported(tiny, tmp_path_factory):
-    model, vectorizer = tiny
     base = tmp_path_factory.mktemp("repo")
-    path = export.export_saved_model(model, vectorizer, LABELS, "tiny", base_dir=base)
-    return path
+    return export.export_saved_model(tiny, "tiny", base_dir=base)
 
 
-def _keras_reference(model, vectorizer, texts):
-    logits = model(vectorizer(tf.constant(texts)), training=False)
-    return np.asarray(keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1)))
+def _keras_reference(classifier, texts):
+    return classifier.predict_probabilities(texts)
 
 
 def _listing(directory):
@@ -98,30 +75,27 @@ def _listing(directory):
 
 
 def test_layout_versions_and_overwrite(tiny, exported, tmp_path):
-    model, vectorizer = tiny
-    # The module fixture exported an untouched vectorizer as version 1.
+    # The module fixture exported version 1.
     assert exported.name == "1"
     assert (exported / "saved_model.pb").is_file()
     assert (exported / "variables").is_dir()
     assert _listing(exported.parent) == ["1"]
 
     base = tmp_path / "models"
-    p1 = export.export_saved_model(model, vectorizer, LABELS, "clf", base_dir=base)
+    p1 = export.export_saved_model(tiny, "clf", base_dir=base)
     assert p1 == base / "clf" / "1"
     assert (base / "clf" / "1" / "saved_model.pb").is_file()
 
-    p2 = export.export_saved_model(model, vectorizer, LABELS, "clf", base_dir=base)
+    p2 = export.export_saved_model(tiny, "clf", base_dir=base)
     assert p2 == base / "clf" / "2"
     assert (p2 / "saved_model.pb").is_file()
 
     with pytest.raises(FileExistsError):
-        export.export_saved_model(model, vectorizer, LABELS, "clf", base_dir=base, version=1)
+        export.export_saved_model(tiny, "clf", base_dir=base, version=1)
     assert _listing(base / "clf") == ["1", "2"]
 
     before = (p1 / "saved_model.pb").stat().st_mtime_ns
-    p1b = export.export_saved_model(
-        model, vectorizer, LABELS, "clf", base_dir=base, version=1, overwrite=True
-    )
+    p1b = export.export_saved_model(tiny, "clf", base_dir=base, version=1, overwrite=True)
     assert p1b == p1 and (p1 / "saved_model.pb").is_file()
     assert (p1 / "saved_model.pb").stat().st_mtime_ns >= before
     assert _listing(base / "clf") == ["1", "2"]
@@ -130,15 +104,14 @@ def test_layout_versions_and_overwrite(tiny, exported, tmp_path):
     (base / "clf" / "7").mkdir()
     (base / "clf" / "notes").mkdir()
     (base / "clf" / "99.txt").write_text("not a version")
-    p8 = export.export_saved_model(model, vectorizer, LABELS, "clf", base_dir=base)
+    p8 = export.export_saved_model(tiny, "clf", base_dir=base)
     assert p8.name == "8" and (p8 / "saved_model.pb").is_file()
     assert not [n for n in _listing(base / "clf") if n.startswith(".")]
 
 
 def test_failed_export_leaves_no_version_and_no_temp_dir(tiny, tmp_path, monkeypatch):
-    model, vectorizer = tiny
     base = tmp_path / "models"
-    export.export_saved_model(model, vectorizer, LABELS, "clf", base_dir=base)
+    export.export_saved_model(tiny, "clf", base_dir=base)
     assert _listing(base / "clf") == ["1"]
 
     # keras.export.ExportArchive() returns a backend subclass instance (it is
@@ -154,11 +127,9 @@ def test_failed_export_leaves_no_version_and_no_temp_dir(tiny, tmp_path, monkeyp
 
     monkeypatch.setattr(archive_cls, "write_out", write_then_fail)
     with pytest.raises(RuntimeError, match="simulated"):
-        export.export_saved_model(model, vectorizer, LABELS, "clf", base_dir=base)
+        export.export_saved_model(tiny, "clf", base_dir=base)
     with pytest.raises(RuntimeError, match="simulated"):
-        export.export_saved_model(
-            model, vectorizer, LABELS, "clf", base_dir=base, version=1, overwrite=True
-        )
+        export.export_saved_model(tiny, "clf", base_dir=base, version=1, overwrite=True)
 
     assert len(seen) == 2
     assert all(p.parent == base / "clf" and p.name.startswith(".tmp-") for p in seen)
@@ -168,14 +139,15 @@ def test_failed_export_leaves_no_version_and_no_temp_dir(tiny, tmp_path, monkeyp
 
 
 def test_invalid_arguments_write_nothing(tiny, tmp_path):
-    model, vectorizer = tiny
     base = tmp_path / "models"
-    with pytest.raises(ValueError, match="label_names"):
-        export.export_saved_model(model, vectorizer, ["a", "b"], "clf", base_dir=base)
+    with pytest.raises(ValueError, match="label names"):
+        TextClassifier(tiny.preprocessor, tiny.model, label_names=["a", "b"])
+    with pytest.raises(TypeError, match="TextClassifier"):
+        export.export_saved_model(tiny.model, "clf", base_dir=base)
     with pytest.raises(ValueError):
-        export.export_saved_model(model, vectorizer, LABELS, "../escape", base_dir=base)
+        export.export_saved_model(tiny, "../escape", base_dir=base)
     with pytest.raises(ValueError):
-        export.export_saved_model(model, vectorizer, LABELS, "clf", base_dir=base, version=0)
+        export.export_saved_model(tiny, "clf", base_dir=base, version=0)
     assert not base.exists()
 
 
@@ -200,7 +172,6 @@ print("RESULT:" + json.dumps({
 
 
 def test_fresh_process_matches_keras(tiny, exported, tmp_path):
-    model, vectorizer = tiny
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, str(exported), json.dumps(TEXTS)],
         cwd=tmp_path,  # keep the repo off the child's sys.path[0]
@@ -222,24 +193,20 @@ def test_fresh_process_matches_keras(tiny, exported, tmp_path):
 
     probs = np.asarray(got["probabilities"], dtype=np.float32)
     class_id = np.asarray(got["class_id"])
-    ref = _keras_reference(model, vectorizer, TEXTS)
+    ref = _keras_reference(tiny, TEXTS)
     assert probs.shape == ref.shape == (len(TEXTS), len(LABELS))
-    # NOTE: for "" every position is padding, so the stock masked
-    # GlobalAveragePooling1D computes 0/0 and Keras itself returns NaN; the
-    # export must reproduce the model faithfully (hence equal_nan).
-    np.testing.assert_allclose(probs, ref, rtol=0, atol=1e-5, equal_nan=True)
-    finite = np.isfinite(ref).all(axis=-1)
-    assert finite[[0, 2, 3, 4]].all()  # everything but "" is well defined
-    np.testing.assert_array_equal(class_id[finite], ref[finite].argmax(axis=-1))
+    # "" is all padding: the zoo's masked pooling gives zeros, never NaN.
+    assert np.isfinite(probs).all()
+    np.testing.assert_allclose(probs, ref, rtol=0, atol=1e-5)
+    np.testing.assert_array_equal(class_id, ref.argmax(axis=-1))
     assert ((class_id >= 0) & (class_id < len(LABELS))).all()
     assert got["label"] == [LABELS[i] for i in class_id]
 
 
 def test_predict_exported_in_process(tiny, exported):
-    model, vectorizer = tiny
     out = export.predict_exported(exported, TEXTS[:1] + TEXTS[2:])
     assert set(out) == set(export.OUTPUT_KEYS)
-    ref = _keras_reference(model, vectorizer, TEXTS[:1] + TEXTS[2:])
+    ref = _keras_reference(tiny, TEXTS[:1] + TEXTS[2:])
     np.testing.assert_allclose(out["probabilities"], ref, rtol=0, atol=1e-5)
     np.testing.assert_array_equal(out["class_id"], ref.argmax(axis=-1))
     assert list(out["label"]) == [LABELS[i] for i in out["class_id"]]

@@ -421,3 +421,17 @@ def test_symbolic_dynamic_length_in_tf_function():
         h = random_inputs(batch=2, n=n)
         m = np.ones((2, n), bool)
         np.testing.assert_allclose(to_numpy(fn(h, m)), to_numpy(layer(h, mask=m)), atol=1e-6)
+
+
+def test_compatibility_dropout_keeps_the_values_undropped():
+    """The released code drops the h feeding the compatibility only: in
+    training the outputs are still the returned weights times the undropped h."""
+    h = np.random.default_rng(5).normal(size=(2, 6, 8)).astype("float32")
+    layer = MaskedSelfAttention(mask="bw", compatibility_dropout=0.5)
+    layer(h)
+    s, p = layer(h, return_attention_scores=True, training=True)
+    np.testing.assert_allclose(to_numpy(s), np.einsum("bqk,bkd->bqd", to_numpy(p), h), atol=1e-5)
+    s_eval = to_numpy(layer(h, training=False))
+    assert not np.allclose(to_numpy(s), s_eval)  # the weights did change
+    s2, p2 = layer(h, return_attention_scores=True, training=False)
+    np.testing.assert_allclose(to_numpy(s2), np.einsum("bqk,bkd->bqd", to_numpy(p2), h), atol=1e-5)

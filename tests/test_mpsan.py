@@ -1,11 +1,15 @@
-"""MPSAN end to end: parameter counts, padding invariance, saving, training."""
+"""MPSAN end to end: the shared model checks, a whole-model NumPy reference of
+the paper's forward pass, parameter counts, the released code's conventions."""
 
 import os
+import re
 
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 from layer_checks import to_numpy
+from model_checks import run_model_test
 
 from keras_posattn import zoo
 from keras_posattn.models import MPSAN
@@ -13,12 +17,13 @@ from keras_posattn.models import MPSAN
 NUM_CLASSES = 5
 VOCAB = 40
 # Small settings for everything that runs (the parameter-count tests only build).
-SMALL = dict(embedding_dim=16, hidden_dim=16, head_units=16, max_length=64)
+SMALL = dict(embedding_dim=16, max_length=64)
 
 
 def trainable_count_without_embedding(model):
-    embedding = {id(w) for w in model.embedding.weights}
-    return sum(int(np.prod(w.shape)) for w in model.trainable_weights if id(w) not in embedding)
+    from keras_posattn.utils import count_parameters
+
+    return count_parameters(model)
 
 
 def small_model(name="mpsan", seed=0, **overrides):
@@ -55,7 +60,7 @@ def test_parameter_count_paper_text(n):
 def test_parameter_count_released_code():
     model = zoo.build("mpsan_released", num_classes=5, vocabulary_size=VOCAB)
     count = trainable_count_without_embedding(model)
-    assert count == PAPER_COUNT
+    assert count == PAPER_COUNT - 5  # the released logits layer has no bias
     assert round(count / 1e6, 2) == 1.09  # paper, Table 1: 1.09M (|θ| "1.1m")
 
 
@@ -84,45 +89,19 @@ def test_parameter_counts_of_paper_variants(name, millions):
 # --- behaviour (small d) ---
 
 
-def test_padding_invariance_of_logits():
-    model = small_model()
-    ids = sentence(6)
-    a = to_numpy(model(pad(ids, 5), training=False))
-    b = to_numpy(model(pad(ids, 50), training=False))
-    c = to_numpy(model(ids, training=False))
-    assert a.shape == (1, NUM_CLASSES) and a.dtype == np.float32
-    np.testing.assert_allclose(a, b, atol=1e-5)
-    np.testing.assert_allclose(a, c, atol=1e-5)
+@pytest.mark.parametrize("name", ["mpsan", "mpsan_released"])
+def test_shared_model_checks(name):
+    run_model_test(name, {"embedding_dim": 16, "dropout": 0.2})
 
 
-@pytest.mark.parametrize("name", ["mpsan_released", "mpsan_table4_md_mul", "mpsan_table3_mul_fg"])
+@pytest.mark.parametrize("name", ["mpsan_table4_md_mul", "mpsan_table3_mul_fg",
+                                  "mpsan_table5_no_attention"])
 def test_padding_invariance_of_variants(name):
     model = small_model(name)
     ids = sentence(7, seed=3)
     a = to_numpy(model(pad(ids, 5), training=False))
     b = to_numpy(model(pad(ids, 50), training=False))
     np.testing.assert_allclose(a, b, atol=1e-5)
-
-
-def test_batch_rows_are_independent():
-    model = small_model()
-    rows = [sentence(n, seed=n)[0] for n in (2, 5, 9)]
-    batch = np.zeros((3, 12), dtype="int32")
-    for i, r in enumerate(rows):
-        batch[i, : len(r)] = r
-    together = to_numpy(model(batch, training=False))
-    for i, r in enumerate(rows):
-        alone = to_numpy(model(r[None].astype("int32"), training=False))
-        np.testing.assert_allclose(together[i], alone[0], atol=1e-5)
-
-
-def test_dropout_off_at_inference():
-    model = small_model()
-    ids = pad(sentence(6), 3)
-    np.testing.assert_array_equal(
-        to_numpy(model(ids, training=False)), to_numpy(model(ids, training=False))
-    )
-    np.testing.assert_array_equal(to_numpy(model(ids)), to_numpy(model(ids, training=False)))
 
 
 # Keras warns that a softmax over one position is constant: that is the point.
@@ -139,44 +118,6 @@ def test_short_sentences_give_finite_logits(length):
     )
     # An all-padding row too.
     assert np.all(np.isfinite(to_numpy(model(np.zeros((1, 5), "int32"), training=False))))
-
-
-@pytest.mark.parametrize("name", ["mpsan", "mpsan_released"])
-def test_keras_round_trip(tmp_path, name):
-    model = small_model(name)
-    vectors = np.random.default_rng(0).normal(size=(VOCAB, 16)).astype("float32")
-    pretrained = np.arange(VOCAB) % 2 == 0
-    model.embedding.set_pretrained(vectors, pretrained)
-    ids = np.concatenate([pad(sentence(6), 2), pad(sentence(3, seed=1), 5)])
-    expected = to_numpy(model(ids, training=False))
-    path = os.path.join(tmp_path, f"{name}.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path, safe_mode=True)
-    assert isinstance(loaded, MPSAN)
-    assert loaded.get_config() == model.get_config()
-    np.testing.assert_array_equal(to_numpy(loaded(ids, training=False)), expected)
-    np.testing.assert_array_equal(
-        to_numpy(loaded.embedding(np.arange(VOCAB)[None]))[0], vectors
-    )
-
-
-def test_short_fit_lowers_the_loss():
-    model = small_model(dropout=0.1)
-    rng = np.random.default_rng(0)
-    x = rng.integers(2, VOCAB, size=(32, 10)).astype("int32")
-    lengths = rng.integers(1, 11, size=32)
-    x[np.arange(10)[None] >= lengths[:, None]] = 0
-    y = rng.integers(0, NUM_CLASSES, size=32)
-    model.compile(
-        optimizer=keras.optimizers.Adam(1e-2),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
-    before = model.evaluate(x, y, verbose=0)
-    model.fit(x, y, batch_size=16, epochs=4, verbose=0)
-    after = model.evaluate(x, y, verbose=0)
-    assert np.isfinite(after) and after < before
-    for w in model.weights:
-        assert np.all(np.isfinite(to_numpy(w))), w.path
 
 
 @pytest.mark.parametrize("compatibility", ["additive", "multi_dimensional"])
@@ -228,3 +169,167 @@ def test_mixed_precision(dtype_policy):
     loss = model.train_on_batch(ids, np.array([0, 1, 2]))
     assert np.isfinite(loss)
     assert np.all(np.isfinite(to_numpy(model(ids, training=False))))
+
+
+# --- a whole-model NumPy reference of the forward pass ---
+
+
+def _elu(x):
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+
+
+ACTIVATIONS = {"elu": _elu, "relu": lambda x: np.maximum(x, 0.0)}
+
+
+def _numpy_mask(spec, n, rule):
+    """allowed, penalty (n, n) [query, key] from the paper's formulas 8-12."""
+    q, k = np.arange(n)[:, None], np.arange(n)[None, :]
+    dist = np.abs(q - k)
+    allowed, penalty = np.ones((n, n), bool), np.zeros((n, n))
+    for part in spec.split("+"):
+        if part.startswith("fa"):
+            m = int(part[2:])
+            allowed &= (dist <= m) if rule == "paper" else (dist < m)
+            allowed &= dist > 0
+        elif part == "bw":
+            allowed &= k < q
+        elif part == "fw":
+            allowed &= k > q
+        elif part == "sd":
+            penalty -= np.log(np.maximum(dist, 1))
+        elif part == "d":
+            penalty -= dist
+    return allowed, penalty
+
+
+def _softmax(x, allowed, axis):
+    x = np.where(allowed, x, -np.inf)
+    top = np.max(np.where(allowed, x, -1e30), axis=axis, keepdims=True)
+    e = np.where(allowed, np.exp(x - top), 0.0)
+    total = e.sum(axis=axis, keepdims=True)
+    return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+
+
+def numpy_mpsan(model, ids):
+    """MPSAN's logits from its weights, position by position, in float64."""
+    cfg = model.get_config()
+    get = lambda layer, attr: to_numpy(getattr(model.get_layer(layer), attr)).astype("float64")  # noqa: E731
+    act = ACTIVATIONS[cfg["branch_activation"]]
+    c = cfg["scale"]
+    compat = {"elu": lambda x: _elu(x / c), "scaled_tanh": lambda x: c * np.tanh(x / c)}[
+        cfg["compatibility_activation"]]
+    table = to_numpy(model.embedding.embeddings).astype("float64")
+    out = []
+    for row in ids:
+        n = len(row)
+        real = row != 0
+        w = table[row]  # (n, d)
+        sources = []
+        for spec in cfg["branch_masks"]:
+            name = spec.replace("+", "_")
+            h = act(w @ get(f"{name}_projection", "kernel") + get(f"{name}_projection", "bias"))
+            key = h @ get(f"{name}_attention", "key_kernel")[:, 0]  # U.h_k
+            query = h @ get(f"{name}_attention", "query_kernel")[:, 0]  # V.h_q
+            bias = get(f"{name}_attention", "bias")
+            allowed, penalty = _numpy_mask(spec, n, cfg["faraway_rule"])
+            allowed &= real[None, :] & real[:, None]
+            logits = compat(key[None, :] + query[:, None] + bias) + penalty
+            p = _softmax(logits, allowed, axis=1)
+            sources.append(p @ h)
+        sources.append(w)  # the fifth source is the embedding w itself
+        stacked = np.stack(sources, axis=1)  # (n, 5, d)
+        d = w.shape[1]
+        fusion = w @ get("position_fusion", "kernel")
+        b_p = get("position_fusion", "bias_weight")
+        fusion = fusion + (b_p[:n] if b_p.ndim == 2 else b_p)
+        a = fusion.reshape(n, len(sources), d)
+        a = np.exp(a - a.max(axis=1, keepdims=True))
+        a = a / a.sum(axis=1, keepdims=True)  # softmax over the sources, per feature
+        x = (a * stacked).sum(axis=1) * real[:, None]
+        pool_act = ACTIVATIONS[cfg["pooling_activation"]]
+        hidden = pool_act(x @ get("pooling", "kernel_1") + get("pooling", "bias_1"))
+        scores = hidden @ get("pooling", "kernel_2") + get("pooling", "bias_2")
+        p = _softmax(scores, np.broadcast_to(real[:, None], scores.shape), axis=0)
+        pooled = (p * x).sum(axis=0)
+        head = model.head
+        z = ACTIVATIONS[cfg["head_activation"]](
+            pooled @ to_numpy(head.hidden.kernel) + to_numpy(head.hidden.bias))
+        logits = z @ to_numpy(head.logits.kernel)
+        if cfg["logits_bias"]:
+            logits = logits + to_numpy(head.logits.bias)
+        out.append(logits)
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("name", ["mpsan", "mpsan_released"])
+def test_forward_pass_matches_numpy_reference(name):
+    """The whole model against the paper's equations: replacing the fused
+    source w with a branch's h (or any other wiring change) fails here."""
+    model = small_model(name, trainable_embeddings="all", max_length=12)
+    rng = np.random.default_rng(7)
+    for weight in model.trainable_weights:
+        weight.assign(rng.normal(0.0, 0.4, size=tuple(weight.shape)).astype("float32"))
+    ids = np.zeros((3, 9), "int32")
+    for i, n in enumerate((9, 5, 1)):
+        ids[i, :n] = rng.integers(2, VOCAB, size=n)
+    expected = numpy_mpsan(model, ids)
+    np.testing.assert_allclose(to_numpy(model(ids, training=False)), expected, atol=2e-4, rtol=1e-4)
+
+
+def test_l2_follows_the_tf1_convention():
+    """wd * tf.nn.l2_loss(w) = wd * sum(w^2) / 2 on every kernel, no bias, no embedding."""
+    model = small_model("mpsan_released")
+    wd = model.l2
+    assert wd == 1e-6
+    kernels = [w for w in model.trainable_weights
+               if re.search(r"kernel(_\d)?$", w.path) and "token_embedding" not in w.path]
+    assert len(kernels) == 4 * 3 + 1 + 2 + 2  # projections, U, V; W_P; pooling; head
+    expected = sum(wd * float(np.sum(to_numpy(w).astype("float64") ** 2)) / 2 for w in kernels)
+    model(np.array([[2, 3, 4]], "int32"))
+    total = float(sum(float(to_numpy(loss)) for loss in model.losses))
+    np.testing.assert_allclose(total, expected, rtol=1e-5)
+
+
+def test_released_dropout_placement():
+    """The released code drops the inputs of linear maps and the h feeding the
+    compatibility; never the fused source w nor the pooled values."""
+    model = small_model("mpsan_released", dropout=0.3)
+    assert model.dropout_placement == "released"
+    assert model.get_layer("embedding_dropout").rate == 0.0
+    assert model.get_layer("fused_dropout").rate == 0.0
+    for name in model.branch_names:
+        assert model.get_layer(f"{name}_input_dropout").rate == 0.3
+        assert model.get_layer(f"{name}_attention").compatibility_dropout == 0.3
+    assert model.get_layer("position_fusion").input_dropout == 0.3
+    assert model.get_layer("pooling").input_dropout == 0.3
+    assert model.head.dropout == 0.3 and not model.head.use_bias
+    paper = small_model("mpsan", dropout=0.3)
+    assert paper.get_layer("embedding_dropout").rate == 0.3
+    assert paper.get_layer("fused_dropout").rate == 0.3
+    assert paper.get_layer("position_fusion").input_dropout == 0.0
+    ids = pad(sentence(8), 2)
+    for m in (model, paper):
+        assert not np.allclose(to_numpy(m(ids, training=True)), to_numpy(m(ids, training=True)))
+
+
+def test_sequence_longer_than_the_position_bias_names_the_limit():
+    model = small_model(max_length=6)
+    too_long = sentence(9)
+    with pytest.raises(ValueError, match="max_length=6"):
+        model(too_long)
+    graph = tf.function(lambda x: model(x), input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_length=6"):
+        graph(tf.constant(too_long))
+    assert graph(tf.constant(sentence(6))).shape == (1, NUM_CLASSES)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    with pytest.raises(ValueError, match="max_length=6"):
+        model.fit(np.repeat(too_long, 4, axis=0), np.zeros(4), verbose=0)
+
+
+def test_hidden_and_head_sizes_follow_the_embedding():
+    model = zoo.build("mpsan", embedding_dim=50, vocabulary_size=VOCAB)
+    assert model.hidden_dim is None and model.head_units is None
+    assert model.get_layer("fa2_projection").units == 50
+    assert model.head.hidden_units == 50
+    with pytest.raises(ValueError, match="hidden_dim"):
+        zoo.build("mpsan", embedding_dim=50, hidden_dim=40, vocabulary_size=VOCAB)

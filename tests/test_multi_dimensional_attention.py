@@ -149,3 +149,14 @@ def test_all_padding_pools_to_zero_with_finite_gradients(dtype_policy):
     for g in input_grads + weight_grads:
         assert g is not None and np.all(np.isfinite(g))
     assert np.all(input_grads[0][1] == 0)  # nothing depends on the empty sequence
+
+
+def test_input_dropout_keeps_the_pooled_values_undropped():
+    """The released code drops the inputs of W_1 and W_2 only: in training the
+    output is still the returned weights times the undropped inputs."""
+    x = np.random.default_rng(8).normal(size=(2, 6, 8)).astype("float32")
+    layer = MultiDimensionalAttention(input_dropout=0.5)
+    layer(x)
+    out, p = layer(x, return_attention_scores=True, training=True)
+    np.testing.assert_allclose(to_numpy(out), (to_numpy(p) * x).sum(axis=1), atol=1e-5)
+    assert not np.allclose(to_numpy(out), to_numpy(layer(x, training=False)))

@@ -192,3 +192,16 @@ def test_mixed_precision(dtype_policy, bias):
     input_grads, weight_grads = gradients(layer, sources, mask=padding)
     for g in input_grads + weight_grads:
         assert g is not None and np.all(np.isfinite(g))
+
+
+def test_input_dropout_keeps_the_sources_undropped():
+    """The released code drops w where it enters W_P only: in training the
+    outputs are still the returned weights times the undropped sources."""
+    rng = np.random.default_rng(6)
+    sources = [rng.normal(size=(2, 5, 8)).astype("float32") for _ in range(3)]
+    layer = PositionFusion(bias="shared", input_dropout=0.5)
+    layer(sources)
+    out, a = layer(sources, return_weights=True, training=True)
+    expected = np.einsum("bnkd,bnkd->bnd", to_numpy(a), np.stack(sources, axis=2))
+    np.testing.assert_allclose(to_numpy(out), expected, atol=1e-5)
+    assert not np.allclose(to_numpy(out), to_numpy(layer(sources, training=False)))

@@ -1,4 +1,4 @@
-"""Tests for keras_posattn.text.readers (file formats, errors, label encoding)."""
+"""Tests for keras_posattn.datasets.readers (file formats, errors, label encoding)."""
 
 import json
 import os
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from keras_posattn.text.readers import (
+from keras_posattn.datasets.readers import (
     DataFormatError,
     LabelledTexts,
     encode_labels,

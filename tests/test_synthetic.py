@@ -8,18 +8,18 @@ import os
 import numpy as np
 import pytest
 
-from keras_posattn.data import (
+from keras_posattn.datasets import (
     DEFAULT_SAMPLE_LABEL,
     DEFAULT_SAMPLE_SENTENCE,
     LABEL_NAMES,
-    BagOfWordsClassifier,
     SyntheticTask,
-    bag_of_words_baseline,
     generate_position_task,
     label_of,
     write_tsv,
 )
-from keras_posattn.data import synthetic
+from keras_posattn.baselines import BagOfWordsClassifier
+from keras_posattn.baselines import bag_of_words_baseline
+from keras_posattn.datasets import synthetic
 
 
 @pytest.fixture(scope="module")

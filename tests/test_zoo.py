@@ -7,7 +7,7 @@ from layer_checks import to_numpy
 from keras_posattn import zoo
 from keras_posattn.models import MPSAN
 
-SMALL = dict(vocabulary_size=30, embedding_dim=16, hidden_dim=16, head_units=16)
+SMALL = dict(vocabulary_size=30, embedding_dim=16)
 
 
 def test_list_models_patterns():
@@ -56,9 +56,18 @@ def test_none_overrides_are_ignored():
     assert model.dropout == 0.1
 
 
-def test_num_classes_required():
-    with pytest.raises(ValueError, match="num_classes"):
-        zoo.build("mpsan", **SMALL)
+def test_bare_build_uses_the_documented_defaults():
+    """zoo.build("mpsan") alone works, as timm.create_model("resnet50") does:
+    5 classes (SST-5), a 20,000-word vocabulary, the preset's max length."""
+    model = zoo.build("mpsan")
+    assert (model.num_classes, model.vocabulary_size, model.max_length) == (5, 20000, 64)
+    assert model.embedding_dim == 300
+    assert model.output_shape == (None, 5)
+
+
+def test_unknown_override_names_the_argument():
+    with pytest.raises(TypeError, match="branch_mask"):
+        zoo.build("mpsan", branch_mask=["bw"], **SMALL)
 
 
 def test_presets_resolve_their_base():
@@ -72,6 +81,11 @@ def test_presets_resolve_their_base():
     assert released["config"]["branch_masks"] == ["fa2", "fa3", "bw+sd", "fw+sd"]
     # The released code adds a weight EMA to the paper's recipe.
     assert released["recipe"] == {**paper["recipe"], "ema": 0.999}
+    # A preset's reported numbers are its own, never inherited.
+    assert paper["reported"]["sst5"] == 52.53
+    assert released["reported"] == {"parameters": "1.09M"}
+    assert zoo.get_preset("mpsan_table5_no_fusion")["reported"] == {"sst5": 51.22}
+    assert "52.53" not in zoo.get_preset("mpsan_table2_model1")["description"]
     table3 = zoo.get_preset("mpsan_table3_bf_fg")["config"]
     assert table3["branch_masks"] == ["bw", "fw"] and table3["fusion"] == "gate"
 
@@ -93,3 +107,74 @@ def test_every_preset_builds_and_runs(name):
     # Padding never changes the logits, whatever the variant.
     longer = np.pad(ids, [(0, 0), (0, 10)])
     np.testing.assert_allclose(to_numpy(model(longer, training=False)), logits, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", zoo.list_models())
+def test_every_preset_builds_bare(name):
+    """Every model builds with no argument but its name (paper sizes, 5 classes)."""
+    model = zoo.build(name)
+    assert model.num_classes == 5 and model.vocabulary_size == 20000
+
+
+def _fake_presets(monkeypatch, presets):
+    from keras_posattn import registry
+
+    monkeypatch.setattr(registry, "_raw_presets", lambda: {
+        name: dict(table, source="zoo/test.toml") for name, table in presets.items()
+    })
+
+
+def test_preset_keys_are_checked_against_the_builder(monkeypatch):
+    _fake_presets(monkeypatch, {
+        "good": {"family": "mpsan", "config": {"dropout": 0.2}},
+        "typo": {"family": "mpsan", "config": {"branch_mask": ["bw"]}},
+        "bad_recipe": {"family": "mpsan", "recipe": {"learning_rat": 0.1}},
+        "bad_demo": {"family": "mpsan", "demo": {"config": {"hiden_dim": 3}}},
+        "no_family": {"family": "nope"},
+        "orphan": {"base": "missing"},
+    })
+    assert zoo.get_preset("good")["config"] == {"dropout": 0.2}
+    with pytest.raises(ValueError, match=r"zoo/test.toml: preset 'typo' sets unknown config key 'branch_mask'.*branch_masks"):
+        zoo.get_preset("typo")
+    with pytest.raises(ValueError, match=r"'bad_recipe' sets unknown recipe key 'learning_rat'.*learning_rate"):
+        zoo.get_preset("bad_recipe")
+    with pytest.raises(ValueError, match=r"'bad_demo' sets unknown demo.config key 'hiden_dim'"):
+        zoo.get_preset("bad_demo")
+    with pytest.raises(ValueError, match="unknown family 'nope'"):
+        zoo.get_preset("no_family")
+    with pytest.raises(ValueError, match="unknown base 'missing'"):
+        zoo.get_preset("orphan")
+
+
+def test_description_and_reported_are_not_inherited(monkeypatch):
+    _fake_presets(monkeypatch, {
+        "parent": {"family": "mpsan", "description": "the parent", "reported": {"sst5": 1.0},
+                   "paper": "P", "config": {"dropout": 0.2}},
+        "child": {"base": "parent", "config": {"l2": 0.0}},
+    })
+    child = zoo.get_preset("child")
+    assert "description" not in child and "reported" not in child
+    assert child["paper"] == "P" and child["config"] == {"dropout": 0.2, "l2": 0.0}
+
+
+def test_presets_are_read_from_the_packaged_zoo_folder():
+    import importlib.resources
+    from pathlib import Path
+
+    folder = importlib.resources.files("keras_posattn._zoo")
+    assert (folder / "mpsan.toml").is_file()
+    # In a source checkout that is the repository's top-level zoo/ folder.
+    repo_zoo = Path(__file__).resolve().parents[1] / "zoo"
+    assert Path(str(folder)).resolve() == repo_zoo.resolve()
+
+
+def test_registry_imports_no_model():
+    """The registry is a leaf: models import it, it never imports them."""
+    import subprocess
+    import sys
+
+    code = ("import sys, keras_posattn.registry as r; "
+            "assert not any(m.startswith('keras_posattn.models') for m in sys.modules), "
+            "sorted(m for m in sys.modules if m.startswith('keras_posattn'))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]

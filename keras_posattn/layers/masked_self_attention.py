@@ -51,6 +51,10 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
             (ignored for ``"dot"``).
         scale: the constant ``c`` (paper: 5).
         dropout: dropout rate on the attention weights.
+        compatibility_dropout: dropout rate on the copy of the input that
+            feeds the compatibility only; the values ``h`` that the weights
+            average stay undropped (where the released DiSAN/MPSAN code drops:
+            ``rep_map_dp``).
         faraway_rule: ``"paper"`` or ``"released"``, used only when ``mask``
             is a short name containing a Faraway mask.
         kernel_initializer, bias_initializer, kernel_regularizer: for U, V, b.
@@ -79,6 +83,7 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
         activation="elu",
         scale=5.0,
         dropout=0.0,
+        compatibility_dropout=0.0,
         faraway_rule="paper",
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
@@ -100,9 +105,11 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
         self.activation = activation
         self.scale = float(scale)
         self.dropout = float(dropout)
+        self.compatibility_dropout = float(compatibility_dropout)
         self._init_weight_options(kernel_initializer, bias_initializer, kernel_regularizer)
         self.supports_masking = True
         self._dropout_layer = keras.layers.Dropout(self.dropout)
+        self._compatibility_dropout_layer = keras.layers.Dropout(self.compatibility_dropout)
 
     def build(self, input_shape):
         dim = input_shape[-1]
@@ -162,7 +169,8 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
         h = inputs
         n = ops.shape(h)[1]
         allowed, penalty = self_attention_allowed(self.positional_mask, n, mask)
-        logits = ops.cast(self._logits(h), "float32")
+        scored = self._compatibility_dropout_layer(h, training=training)
+        logits = ops.cast(self._logits(scored), "float32")
         if self.compatibility == "multi_dimensional":
             if penalty is not None:
                 logits = logits + ops.expand_dims(penalty, -1)
@@ -218,6 +226,7 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
                 "activation": self.activation,
                 "scale": self.scale,
                 "dropout": self.dropout,
+                "compatibility_dropout": self.compatibility_dropout,
                 "faraway_rule": self.faraway_rule,
                 **self._weight_options_config(),
             }

@@ -20,6 +20,10 @@ class MultiDimensionalAttention(WeightOptions, keras.layers.Layer):
 
     Args:
         activation: activation of the hidden layer (paper: ``"elu"``).
+        input_dropout: dropout rate on the inputs of the two linear maps
+            (``x`` before ``W_1``, the hidden layer before ``W_2``); the pooled
+            values ``x`` stay undropped (the released DiSAN/MPSAN code's
+            placement).
         kernel_initializer, bias_initializer, kernel_regularizer: for W, b.
 
     Call arguments:
@@ -38,6 +42,7 @@ class MultiDimensionalAttention(WeightOptions, keras.layers.Layer):
     def __init__(
         self,
         activation="elu",
+        input_dropout=0.0,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         kernel_regularizer=None,
@@ -45,6 +50,8 @@ class MultiDimensionalAttention(WeightOptions, keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         self.activation = keras.activations.get(activation)
+        self.input_dropout = float(input_dropout)
+        self._input_dropout_layer = keras.layers.Dropout(self.input_dropout)
         self._init_weight_options(kernel_initializer, bias_initializer, kernel_regularizer)
         self.supports_masking = True
 
@@ -69,9 +76,11 @@ class MultiDimensionalAttention(WeightOptions, keras.layers.Layer):
                 ),
             )
 
-    def call(self, inputs, mask=None, return_attention_scores=False):
-        hidden = self.activation(ops.matmul(inputs, self.kernel_1) + self.bias_1)
-        logits = ops.matmul(hidden, self.kernel_2) + self.bias_2
+    def call(self, inputs, mask=None, return_attention_scores=False, training=None):
+        drop = self._input_dropout_layer
+        x = drop(inputs, training=training)
+        hidden = self.activation(ops.matmul(x, self.kernel_1) + self.bias_1)
+        logits = ops.matmul(drop(hidden, training=training), self.kernel_2) + self.bias_2
         allowed = None if mask is None else ops.expand_dims(ops.cast(mask, "bool"), -1)
         weights = masked_softmax(logits, allowed, axis=1)
         outputs = ops.sum(ops.cast(weights, inputs.dtype) * inputs, axis=1)
@@ -85,7 +94,7 @@ class MultiDimensionalAttention(WeightOptions, keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[-1])
 
-    def compute_output_spec(self, inputs, mask=None, return_attention_scores=False):
+    def compute_output_spec(self, inputs, mask=None, return_attention_scores=False, training=None):
         # compute_output_shape() cannot see return_attention_scores; without
         # this a functional call asking for the scores got the output alone.
         outputs = keras.KerasTensor(
@@ -100,6 +109,7 @@ class MultiDimensionalAttention(WeightOptions, keras.layers.Layer):
         config.update(
             {
                 "activation": keras.activations.serialize(self.activation),
+                "input_dropout": self.input_dropout,
                 **self._weight_options_config(),
             }
         )

@@ -28,6 +28,8 @@ class PositionFusion(WeightOptions, keras.layers.Layer):
         bias: ``"position"`` (paper) or ``"shared"`` (released code).
         max_length: int, the longest sequence, required for
             ``bias="position"``.
+        input_dropout: dropout rate on ``w`` where it enters ``W_P`` only;
+            the fused sources stay undropped (the released code's placement).
         kernel_initializer, bias_initializer, kernel_regularizer: for W_P, b_P.
 
     Call arguments:
@@ -48,6 +50,7 @@ class PositionFusion(WeightOptions, keras.layers.Layer):
         self,
         bias="position",
         max_length=None,
+        input_dropout=0.0,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         kernel_regularizer=None,
@@ -63,6 +66,8 @@ class PositionFusion(WeightOptions, keras.layers.Layer):
             )
         self.bias = bias
         self.max_length = None if max_length is None else int(max_length)
+        self.input_dropout = float(input_dropout)
+        self._input_dropout_layer = keras.layers.Dropout(self.input_dropout)
         self._init_weight_options(kernel_initializer, bias_initializer, kernel_regularizer)
         self.supports_masking = True
 
@@ -89,17 +94,13 @@ class PositionFusion(WeightOptions, keras.layers.Layer):
             name="bias", shape=bias_shape, initializer=self.bias_initializer
         )
 
-    def call(self, inputs, mask=None, return_weights=False):
+    def call(self, inputs, mask=None, return_weights=False, training=None):
         tokens = inputs[-1]
-        logits = ops.matmul(tokens, self.kernel)  # (b, n, k*d)
+        scored = self._input_dropout_layer(tokens, training=training)
+        logits = ops.matmul(scored, self.kernel)  # (b, n, k*d)
         if self.bias == "position":
             n = ops.shape(tokens)[1]
-            if isinstance(n, int) and n > self.max_length:
-                raise ValueError(
-                    f"PositionFusion(bias='position') was built for max_length="
-                    f"{self.max_length} but got a sequence of {n} tokens."
-                )
-            logits = logits + self.bias_weight[:n]
+            logits = logits + self._position_bias(n)
         else:
             logits = logits + self.bias_weight
         b, n = ops.shape(tokens)[0], ops.shape(tokens)[1]
@@ -113,6 +114,32 @@ class PositionFusion(WeightOptions, keras.layers.Layer):
             return outputs, weights
         return outputs
 
+    def _position_bias(self, n):
+        """The first ``n`` columns of b_P; a longer sequence is an error that
+        names the limit, eagerly and inside a ``tf.function``. (Under XLA the
+        assertion is compiled away; a trace with a static length still gets
+        the ValueError, a generalised one fails to compile the slice:
+        "Expected size[0] in [0, max_length], but got n".)"""
+        message = (
+            f"PositionFusion(bias='position') was built for max_length={self.max_length} "
+            "(the paper's b_P has one column per position) but got a longer sequence; "
+            "truncate inputs to max_length (the model's preprocessor does)."
+        )
+        width = self.bias_weight.shape[-1]
+        if isinstance(n, int):
+            if n > self.max_length:
+                raise ValueError(f"{message} Got {n} tokens.")
+            return self.bias_weight[:n]
+        import tensorflow as tf
+
+        check = tf.debugging.assert_less_equal(n, self.max_length, message=message)
+        with tf.control_dependencies([check]):
+            n = tf.identity(n)
+        # A slice of explicit size, not bias[:n]: a strided slice clamps to
+        # max_length under XLA (where the assertion is dropped), and with
+        # max_length=1 the clamped bias would broadcast silently.
+        return ops.slice(self.bias_weight, (0, 0), (n, width))
+
     def compute_mask(self, inputs, mask=None):
         if isinstance(mask, (list, tuple)):
             return mask[-1]
@@ -121,7 +148,7 @@ class PositionFusion(WeightOptions, keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return input_shape[-1]
 
-    def compute_output_spec(self, inputs, mask=None, return_weights=False):
+    def compute_output_spec(self, inputs, mask=None, return_weights=False, training=None):
         # compute_output_shape() cannot see return_weights; without this a
         # functional call asking for the weights got the output alone.
         tokens = inputs[-1]
@@ -137,6 +164,7 @@ class PositionFusion(WeightOptions, keras.layers.Layer):
             {
                 "bias": self.bias,
                 "max_length": self.max_length,
+                "input_dropout": self.input_dropout,
                 **self._weight_options_config(),
             }
         )

@@ -1,8 +1,11 @@
-"""Model families, one file per paper; each registers itself with the zoo."""
+"""Model families, one file per paper; each registers itself with the zoo.
 
+``base.ZooModel`` is the contract every family follows; ``TextClassifier``
+joins a family's preprocessor and model into one strings-to-logits model.
+"""
+
+from keras_posattn.models.base import ZooModel
 from keras_posattn.models.mpsan import MPSAN
-from keras_posattn.zoo.registry import register_family
+from keras_posattn.models.text_classifier import TextClassifier
 
-register_family("mpsan")(MPSAN)
-
-__all__ = ["MPSAN"]
+__all__ = ["MPSAN", "TextClassifier", "ZooModel"]

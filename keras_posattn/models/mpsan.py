@@ -24,8 +24,17 @@ branch projection act     ELU                          ReLU
 compatibility act         ``elu(x / 5)``               ``5 * tanh(x / 5)``
 Faraway radius            ``|q-k| <= m``               ``|q-k| < m``
 fusion bias b_P           position-dependent (k d, n)  one shared (k d,)
-L2 factor                 1e-7                         1e-6
+pooling hidden act        ELU                          ReLU
+head act                  ELU                          ReLU
+logits bias               yes                          no
+dropout placement         embedding, fused, head       inputs of linear maps
+L2 factor (wd)            1e-7                         1e-6
 ========================  ===========================  ==========================
+
+``l2`` is the weight-decay factor ``wd`` as TF1 code writes it:
+``wd * tf.nn.l2_loss(w) = wd * sum(w ** 2) / 2`` over every kernel (not the
+biases, not the embedding). Keras's ``L2(l)`` is ``l * sum(w ** 2)``, so the
+kernels get ``L2(wd / 2)``.
 
 Choices the text leaves open, made the same for both and documented:
 
@@ -34,8 +43,14 @@ Choices the text leaves open, made the same for both and documented:
 - The head is a dense layer of ``d`` units before the softmax classifier, as
   in the released code; with it the count is the paper's 1.09M.
 - "dropout-ratio 0.7" is read as the keep probability (the code's
-  ``keep_prob = 0.7``): dropout rate 0.3, on the embedding, on the fused
-  sequence, and in the head.
+  ``keep_prob = 0.7``): dropout rate 0.3. ``dropout_placement="paper"``
+  drops the embedding ``w`` (so every branch, the fusion weights and the
+  fifth fused source see the same dropped ``w``), the fused sequence and the
+  head's inputs. ``dropout_placement="released"`` follows the code: the
+  input of each linear map (each branch projection, the fusion's ``W_P``, the
+  pooling's two maps, the head) and the ``h`` that feeds the compatibility
+  are dropped, each with its own mask; the fused source ``w``, the attention
+  values and the pooled values never are.
 - Embeddings: pretrained rows frozen, OOV training words trained, PAD and UNK
   rows zero (the released code; the text does not say).
 
@@ -44,7 +59,8 @@ embedding): 4 x (300*300 + 300) projections + 4 x 601 compatibilities +
 (300*1500 + 1500) fusion + 2 x (300*300 + 300) pooling + (300*300 + 300) +
 (300*5 + 5) head = 1,087,509 ~ 1.09M (paper: 1.09M). The paper-text
 ``mpsan`` adds 1,500 x (max_length - 1) bias entries for its
-position-dependent ``b_P``, which grows with the sequence length.
+position-dependent ``b_P``, which grows with the sequence length; the
+released code's logits have no bias (5 fewer).
 """
 
 import keras
@@ -52,13 +68,18 @@ from keras import ops
 
 from keras_posattn import masks as masks_lib
 from keras_posattn.layers import FusionGate
+from keras_posattn.layers import MaskedGlobalPooling1D
 from keras_posattn.layers import MaskedSelfAttention
 from keras_posattn.layers import MultiDimensionalAttention
 from keras_posattn.layers import PositionFusion
-from keras_posattn.layers import TokenEmbedding
+from keras_posattn.models.base import DEFAULT_NUM_CLASSES
+from keras_posattn.models.base import DEFAULT_VOCABULARY_SIZE
+from keras_posattn.models.base import ZooModel
+from keras_posattn.registry import register_family
 
 FUSIONS = ("tpw", "gate", "mean")
 POOLINGS = ("multi_dimensional", "mean")
+DROPOUT_PLACEMENTS = ("paper", "released")
 
 
 def branch_name(mask):
@@ -66,20 +87,29 @@ def branch_name(mask):
     return masks_lib.short_name(mask).replace("+", "_")
 
 
+@register_family("mpsan")
 @keras.saving.register_keras_serializable(package="keras_posattn")
-class MPSAN(keras.Model):
+class MPSAN(ZooModel):
     """Multiple Positional Self-Attention Network text classifier.
 
-    Takes token ids (batch, n) with 0 as padding and 1 as unknown (as
-    ``keras.layers.TextVectorization`` numbers them) and returns class logits
-    (batch, num_classes), float32 under any dtype policy.
+    Takes token ids (batch, n) with 0 as padding and 1 as unknown (what
+    ``TextPreprocessor`` makes) and returns class logits (batch,
+    num_classes), float32 under any dtype policy.
 
     Args:
-        vocabulary_size: rows of the embedding, PAD and UNK included.
-        num_classes: number of classes.
-        embedding_dim: d_e (paper: 300).
-        hidden_dim: d_h (paper: 300; must equal ``embedding_dim`` with
-            ``fusion="tpw"``, since ``w`` is one of the fused sources).
+        vocabulary_size: rows of the embedding, PAD and UNK included
+            (default 20,000).
+        num_classes: number of classes (default 5, as on SST-5).
+        max_length: longest sequence; sizes the paper's position-dependent
+            fusion bias (``fusion_bias="position"``). Preset: 64.
+        dropout: dropout rate (paper: 0.3, the code's keep probability 0.7).
+        embedding_dim: d_e (paper: 300; the trainer sets it to the
+            pretrained vectors' size).
+        trainable_embeddings: ``"oov"`` (pretrained rows frozen, the code),
+            ``"all"`` or ``"none"`` (see ``TokenEmbedding``).
+        embedding_l2: Keras L2 factor on the trainable embedding table.
+        hidden_dim: d_h; None (default) means ``embedding_dim``, which the
+            Tokens-Position-Weight fusion needs (``w`` is a fused source).
         branch_masks: one positional mask per attention branch, as mask
             objects or short names (``"fa2"``, ``"bw+sd"``...). An empty list
             removes the Positional Self-Attention Layer (Table 5 "w/o
@@ -97,25 +127,31 @@ class MPSAN(keras.Model):
             ``"mean"`` (equal-weight average of the sources; Table 5 "w/o
             fusion").
         fusion_bias: ``"position"`` (paper) or ``"shared"`` (code), for TPW.
-        max_length: longest sequence; required by ``fusion_bias="position"``.
         pooling: ``"multi_dimensional"`` (source2token attention) or
             ``"mean"`` (masked average; Table 5 "w/o attention" together with
             no branches).
-        pooling_activation: hidden activation of the pooling attention.
-        head_units: units of the dense layer before the logits (0: none).
-        head_activation: its activation.
-        dropout: dropout rate between layers.
-        l2: L2 factor on every kernel.
-        trainable_embeddings: ``"oov"``, ``"all"`` or ``"none"`` (see
-            ``TokenEmbedding``).
+        pooling_activation: hidden activation of the pooling attention
+            (paper ELU, code ReLU).
+        head_units: units of the dense layer before the logits; None
+            (default) means d_h; 0 for none.
+        head_activation: its activation (paper ELU, code ReLU).
+        logits_bias: whether the logits layer has a bias (the code's has none).
+        l2: weight decay ``wd`` in TF1's convention, on every kernel:
+            penalty ``wd * sum(w ** 2) / 2`` (Keras ``L2(wd / 2)``).
+        dropout_placement: ``"paper"`` or ``"released"`` (see the module
+            docstring).
     """
 
     def __init__(
         self,
-        vocabulary_size,
-        num_classes,
+        vocabulary_size=DEFAULT_VOCABULARY_SIZE,
+        num_classes=DEFAULT_NUM_CLASSES,
+        max_length=64,
+        dropout=0.3,
         embedding_dim=300,
-        hidden_dim=300,
+        trainable_embeddings="oov",
+        embedding_l2=0.0,
+        hidden_dim=None,
         branch_masks=("fa2", "fa3", "bw+sd", "fw+sd"),
         faraway_rule="paper",
         branch_activation="elu",
@@ -124,98 +160,111 @@ class MPSAN(keras.Model):
         scale=5.0,
         fusion="tpw",
         fusion_bias="position",
-        max_length=None,
         pooling="multi_dimensional",
         pooling_activation="elu",
-        head_units=300,
+        head_units=None,
         head_activation="elu",
-        dropout=0.3,
+        logits_bias=True,
         l2=1e-7,
-        trainable_embeddings="oov",
+        dropout_placement="paper",
         **kwargs,
     ):
+        self.check_contract(vocabulary_size, num_classes, max_length, dropout,
+                            embedding_dim, trainable_embeddings, embedding_l2)
         if fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {FUSIONS}, got {fusion!r}.")
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}.")
+        if dropout_placement not in DROPOUT_PLACEMENTS:
+            raise ValueError(
+                f"dropout_placement must be one of {DROPOUT_PLACEMENTS}, got {dropout_placement!r}."
+            )
+        d = embedding_dim if hidden_dim is None else hidden_dim
         parsed_masks = [masks_lib.parse(m, faraway_rule) for m in branch_masks]
         names = [branch_name(m) for m in parsed_masks]
         if len(set(names)) != len(names):
             raise ValueError(f"Branch masks must be distinct, got {names}.")
-        if parsed_masks and fusion == "tpw" and hidden_dim != embedding_dim:
+        if parsed_masks and fusion in ("tpw", "mean") and d != embedding_dim:
             raise ValueError(
-                "fusion='tpw' fuses the attention outputs with the embeddings, so "
-                f"hidden_dim ({hidden_dim}) must equal embedding_dim ({embedding_dim})."
+                f"fusion={fusion!r} fuses the attention outputs with the embeddings, so "
+                f"hidden_dim ({hidden_dim}) must equal embedding_dim ({embedding_dim}) "
+                "(leave hidden_dim=None)."
             )
-        if parsed_masks and fusion == "mean" and hidden_dim != embedding_dim:
-            raise ValueError("fusion='mean' needs hidden_dim == embedding_dim.")
         if parsed_masks and fusion == "tpw" and fusion_bias == "position" and not max_length:
             raise ValueError(
                 "fusion_bias='position' (the paper's b_P) needs max_length; pass "
                 "max_length=... or fusion_bias='shared'."
             )
 
-        regularizer = keras.regularizers.L2(l2) if l2 else None
-        dense_kwargs = {
-            "kernel_initializer": "glorot_uniform",
-            "bias_initializer": "zeros",
-            "kernel_regularizer": regularizer,
-        }
+        released = dropout_placement == "released"
+        regularizer = keras.regularizers.L2(l2 / 2.0) if l2 else None
+
+        def weight_options():
+            return {
+                "kernel_initializer": "glorot_uniform",
+                "bias_initializer": "zeros",
+                "kernel_regularizer": regularizer,
+            }
 
         # === Layers ===
-        embedding = TokenEmbedding(
-            vocabulary_size,
-            embedding_dim,
-            trainable_rows=trainable_embeddings,
-            name="token_embedding",
+        embedding = self.make_embedding(vocabulary_size, embedding_dim,
+                                        trainable_embeddings, embedding_l2)
+        embedding_dropout = keras.layers.Dropout(
+            0.0 if released else dropout, name="embedding_dropout"
         )
-        embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
         branches = []
         for name, mask in zip(names, parsed_masks):
-            projection = keras.layers.Dense(
-                hidden_dim,
-                activation=branch_activation,
-                name=f"{name}_projection",
-                **dense_kwargs,
-            )
-            attention = MaskedSelfAttention(
-                mask=mask,
-                compatibility=compatibility,
-                activation=compatibility_activation,
-                scale=scale,
-                faraway_rule=faraway_rule,
-                name=f"{name}_attention",
-                **dense_kwargs,
-            )
-            gate = FusionGate(name=f"{name}_fusion_gate", **dense_kwargs) if fusion == "gate" else None
-            branches.append((name, projection, attention, gate))
+            branches.append({
+                "name": name,
+                "input_dropout": keras.layers.Dropout(
+                    dropout if released else 0.0, name=f"{name}_input_dropout"
+                ),
+                "projection": keras.layers.Dense(
+                    d, activation=branch_activation, name=f"{name}_projection",
+                    **weight_options(),
+                ),
+                "attention": MaskedSelfAttention(
+                    mask=mask,
+                    compatibility=compatibility,
+                    activation=compatibility_activation,
+                    scale=scale,
+                    compatibility_dropout=dropout if released else 0.0,
+                    faraway_rule=faraway_rule,
+                    name=f"{name}_attention",
+                    **weight_options(),
+                ),
+                "gate": (
+                    FusionGate(name=f"{name}_fusion_gate", **weight_options())
+                    if fusion == "gate" else None
+                ),
+            })
         fusion_layer = None
         if parsed_masks and fusion == "tpw":
             fusion_layer = PositionFusion(
                 bias=fusion_bias,
                 max_length=max_length,
+                input_dropout=dropout if released else 0.0,
                 name="position_fusion",
-                **dense_kwargs,
+                **weight_options(),
             )
-        fused_dropout = keras.layers.Dropout(dropout, name="fused_dropout")
-        pool = None
+        fused_dropout = keras.layers.Dropout(0.0 if released else dropout, name="fused_dropout")
         if pooling == "multi_dimensional":
             pool = MultiDimensionalAttention(
-                activation=pooling_activation, name="pooling", **dense_kwargs
+                activation=pooling_activation,
+                input_dropout=dropout if released else 0.0,
+                name="pooling",
+                **weight_options(),
             )
-        head_layers = []
-        if head_units:
-            head_layers.append(keras.layers.Dropout(dropout, name="head_dropout"))
-            head_layers.append(
-                keras.layers.Dense(
-                    head_units, activation=head_activation, name="head_dense", **dense_kwargs
-                )
-            )
-        head_layers.append(keras.layers.Dropout(dropout, name="logits_dropout"))
-        logits_layer = keras.layers.Dense(
-            num_classes, name="logits", dtype="float32", **dense_kwargs
+        else:
+            pool = MaskedGlobalPooling1D("average", name="pooling")
+        head = self.make_head(
+            num_classes,
+            hidden_units=d if head_units is None else head_units,
+            activation=head_activation,
+            dropout=dropout,
+            use_bias=logits_bias,
+            **weight_options(),
         )
-
         layers = {
             "embedding": embedding,
             "embedding_dropout": embedding_dropout,
@@ -223,13 +272,13 @@ class MPSAN(keras.Model):
             "fusion": fusion_layer,
             "fusion_kind": fusion,
             "fused_dropout": fused_dropout,
+            "concatenate": keras.layers.Concatenate(axis=-1, name="concatenate"),
             "pool": pool,
-            "head": head_layers,
-            "logits": logits_layer,
+            "head": head,
         }
 
         # === Functional Model ===
-        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        token_ids = self.preprocessor_cls.model_input()
         logits = _forward(layers, token_ids)
         super().__init__(inputs=token_ids, outputs=logits, **kwargs)
 
@@ -237,7 +286,11 @@ class MPSAN(keras.Model):
         self._layers_by_role = layers
         self.vocabulary_size = vocabulary_size
         self.num_classes = num_classes
+        self.max_length = max_length
+        self.dropout = dropout
         self.embedding_dim = embedding_dim
+        self.trainable_embeddings = trainable_embeddings
+        self.embedding_l2 = embedding_l2
         self.hidden_dim = hidden_dim
         self.branch_masks = [
             m if isinstance(m, str) else keras.saving.serialize_keras_object(m)
@@ -250,32 +303,27 @@ class MPSAN(keras.Model):
         self.scale = scale
         self.fusion = fusion
         self.fusion_bias = fusion_bias
-        self.max_length = max_length
         self.pooling = pooling
         self.pooling_activation = pooling_activation
         self.head_units = head_units
         self.head_activation = head_activation
-        self.dropout = dropout
+        self.logits_bias = logits_bias
         self.l2 = l2
-        self.trainable_embeddings = trainable_embeddings
-
-    @property
-    def embedding(self):
-        """The ``TokenEmbedding`` layer (load vectors with ``set_pretrained``)."""
-        return self._layers_by_role["embedding"]
+        self.dropout_placement = dropout_placement
 
     @property
     def branch_names(self):
-        return [b[0] for b in self._layers_by_role["branches"]]
+        return [b["name"] for b in self._layers_by_role["branches"]]
 
-    def attention_maps(self, token_ids):
+    def attention_maps(self, inputs):
         """Attention weights of every branch and of the pooling, for inspection.
 
         Returns a dict of numpy arrays: ``<branch>`` -> (batch, n, n) (for the
-        M-D compatibility, averaged over features) and ``pooling`` ->
-        (batch, n), the pooling weights averaged over features.
+        M-D compatibility, averaged over features) and, with the
+        multi-dimensional pooling, ``pooling`` -> (batch, n), the pooling
+        weights averaged over features.
         """
-        token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
+        token_ids = ops.convert_to_tensor(inputs, dtype="int32")
         collected = {}
         _forward(self._layers_by_role, token_ids, collect=collected)
         result = {}
@@ -285,36 +333,6 @@ class MPSAN(keras.Model):
                 weights = weights.mean(axis=-1)
             result[name] = weights
         return result
-
-    def get_config(self):
-        return {
-            "vocabulary_size": self.vocabulary_size,
-            "num_classes": self.num_classes,
-            "embedding_dim": self.embedding_dim,
-            "hidden_dim": self.hidden_dim,
-            "branch_masks": list(self.branch_masks),
-            "faraway_rule": self.faraway_rule,
-            "branch_activation": self.branch_activation,
-            "compatibility": self.compatibility,
-            "compatibility_activation": self.compatibility_activation,
-            "scale": self.scale,
-            "fusion": self.fusion,
-            "fusion_bias": self.fusion_bias,
-            "max_length": self.max_length,
-            "pooling": self.pooling,
-            "pooling_activation": self.pooling_activation,
-            "head_units": self.head_units,
-            "head_activation": self.head_activation,
-            "dropout": self.dropout,
-            "l2": self.l2,
-            "trainable_embeddings": self.trainable_embeddings,
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
 
 
 def _forward(layers, token_ids, collect=None, training=None):
@@ -327,48 +345,34 @@ def _forward(layers, token_ids, collect=None, training=None):
     w = layers["embedding"](token_ids)
     w = layers["embedding_dropout"](w, training=training)
     sources = []
-    for name, projection, attention, gate in layers["branches"]:
-        h = projection(w)
+    for branch in layers["branches"]:
+        h = branch["projection"](branch["input_dropout"](w, training=training))
+        attention = branch["attention"]
         if collect is not None:
-            s, weights = attention(
-                h, mask=padding, return_attention_scores=True, training=training
-            )
-            collect[name] = weights
+            s, weights = attention(h, mask=padding, return_attention_scores=True, training=training)
+            collect[branch["name"]] = weights
         else:
             s = attention(h, mask=padding, training=training)
-        if gate is not None:
-            s = gate([s, h], mask=[padding, padding])
+        if branch["gate"] is not None:
+            s = branch["gate"]([s, h], mask=[padding, padding])
         sources.append(s)
 
     fusion = layers["fusion_kind"]
     if not sources:
         x = w
     elif fusion == "tpw":
-        x = layers["fusion"](sources + [w], mask=[padding] * (len(sources) + 1))
+        x = layers["fusion"](sources + [w], mask=[padding] * (len(sources) + 1), training=training)
     elif fusion == "gate":
-        x = sources[0] if len(sources) == 1 else keras.layers.Concatenate(axis=-1)(sources)
+        x = sources[0] if len(sources) == 1 else layers["concatenate"](sources)
     else:  # mean
         x = sum(sources[1:], sources[0]) + w
         x = x / float(len(sources) + 1)
     x = layers["fused_dropout"](x, training=training)
 
-    if layers["pool"] is not None:
-        if collect is not None:
-            pooled, weights = layers["pool"](
-                x, mask=padding, return_attention_scores=True
-            )
-            collect["pooling"] = weights
-        else:
-            pooled = layers["pool"](x, mask=padding)
+    pool = layers["pool"]
+    if collect is not None and isinstance(pool, MultiDimensionalAttention):
+        pooled, weights = pool(x, mask=padding, return_attention_scores=True, training=training)
+        collect["pooling"] = weights
     else:
-        pooled = _masked_mean(x, padding)
-    for layer in layers["head"]:
-        pooled = layer(pooled, training=training)
-    return layers["logits"](pooled)
-
-
-def _masked_mean(x, padding):
-    m = ops.cast(ops.expand_dims(padding, -1), x.dtype)
-    total = ops.sum(x * m, axis=1)
-    count = ops.maximum(ops.sum(m, axis=1), ops.cast(1.0, x.dtype))
-    return total / count
+        pooled = pool(x, mask=padding, training=training)
+    return layers["head"](pooled, training=training)

@@ -1,38 +1,37 @@
-"""The one training entry point every zoo model goes through.
+"""The one training entry point every zoo model goes through, in stages.
 
-``train(model_name, ...)`` reads labelled text (or generates the embedded
-default task), builds a vectorizer and the zoo model, trains with the
-preset's recipe while writing TensorBoard logs, attention heat-maps and a
-checkpoint every epoch, evaluates, compares with a bag-of-words baseline,
-saves the model with its vectorizer, and exports a SavedModel for TF
-Serving. The ``keras-posattn train`` command is a thin wrapper over it.
+``train(model_name, ...)`` runs four stages, each a public function that the
+tuner and the reproduction command call instead of copying them:
+
+1. ``resolve_settings`` + ``prepare_data``: the preset's config and recipe
+   (with the demo settings on the embedded task), the splits (files or the
+   embedded default task), the family's preprocessor built on the training
+   texts, and pretrained word vectors for its vocabulary;
+2. ``build_model``: the zoo model at the data's sizes (classes, vocabulary,
+   max length, vector width), vectors loaded, compiled with the recipe;
+3. ``fit``: TensorBoard logs, attention heat-maps, a checkpoint every epoch,
+   and resumption of an interrupted run;
+4. ``finish``: test accuracy beside a bag-of-words baseline, the
+   ``classifier.keras`` (strings in, logits out), the SavedModel export and
+   ``result.json``.
+
+Every stage uses only the model contract (``keras_posattn.models.base``):
+nothing here knows a family's name or its arguments.
 """
 
 import dataclasses
 import json
-import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
+import keras
 import numpy as np
+import tensorflow as tf
 
-# Keep TensorFlow's C++ start-up chatter out of the user's terminal.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from keras_posattn import zoo  # noqa: E402
-
-OPTIMIZERS = {
-    "adadelta": keras.optimizers.Adadelta,
-    "adam": keras.optimizers.Adam,
-    "adamw": keras.optimizers.AdamW,
-    "sgd": keras.optimizers.SGD,
-    "rmsprop": keras.optimizers.RMSprop,
-}
+from keras_posattn import zoo
+from keras_posattn.training.recipe import Recipe
 
 
 class TrainingError(RuntimeError):
@@ -40,9 +39,32 @@ class TrainingError(RuntimeError):
 
 
 @dataclasses.dataclass
-class Split:
-    texts: list
-    labels: np.ndarray
+class Settings:
+    """A preset resolved for one run."""
+
+    model_name: str
+    preset: dict
+    config: dict
+    recipe: Recipe
+    demo: bool
+
+    @property
+    def family(self):
+        return zoo.families()[self.preset["family"]]
+
+
+@dataclasses.dataclass
+class PreparedData:
+    """Everything ``build_model`` and ``fit`` need from the data."""
+
+    splits: object  # keras_posattn.datasets.splits.Splits
+    preprocessor: object
+    vectors: object = None  # keras_posattn.word_vectors.EmbeddingInit
+    vectors_name: str = None
+
+    @property
+    def label_names(self):
+        return self.splits.label_names
 
 
 @dataclasses.dataclass
@@ -60,94 +82,6 @@ class TrainResult:
 
 def _log(message):
     print(message, flush=True)
-
-
-def load_data(train_path=None, test_path=None, dev_path=None, seed=1234,
-              demo_size=None, text_column="text", label_column="label"):
-    """Return ``(train, dev, test, label_names, description, sample_text)``.
-
-    Without ``train_path`` the embedded default task is generated. Without a
-    dev file, 10% of the training data (seeded) is held out for validation;
-    without a test file, another 10%.
-    """
-    from keras_posattn import text as text_lib
-
-    rng = np.random.default_rng(seed)
-    if train_path is None:
-        if test_path is not None or dev_path is not None:
-            raise TrainingError("--test/--dev need --train as well.")
-        from keras_posattn.data import synthetic
-
-        kwargs = {"seed": seed}
-        if demo_size:
-            kwargs.update(num_train=int(demo_size), num_test=max(200, int(demo_size) // 4))
-        task = synthetic.generate_position_task(**kwargs)
-        train = Split(list(task.train_texts), np.asarray(task.train_labels, "int32"))
-        test = Split(list(task.test_texts), np.asarray(task.test_labels, "int32"))
-        names = list(task.label_names)
-        description = "embedded default: " + task.description.splitlines()[0]
-        sample = synthetic.DEFAULT_SAMPLE_SENTENCE
-        dev = None
-    else:
-        read = lambda p: text_lib.read_labelled(  # noqa: E731
-            p, text_column=text_column, label_column=label_column, encoding="auto"
-        )
-        raw_train = read(train_path)
-        names = text_lib.find_label_names(train_path)
-        ids, names = text_lib.encode_labels(raw_train.labels, names)
-        train = Split(list(raw_train.texts), ids)
-        test = dev = None
-        if test_path is not None:
-            raw = read(test_path)
-            test = Split(list(raw.texts), text_lib.encode_labels(raw.labels, names)[0])
-        if dev_path is not None:
-            raw = read(dev_path)
-            dev = Split(list(raw.texts), text_lib.encode_labels(raw.labels, names)[0])
-        description = str(train_path)
-        sample = None
-        if test is None:
-            train, test = _hold_out(train, rng)
-            _log("No --test file: holding out 10% of the training data as test.")
-        sample = test.texts[0]
-    if dev is None:
-        train, dev = _hold_out(train, rng)
-    return train, dev, test, names, description, sample
-
-
-def _hold_out(split, rng, fraction=0.1):
-    n = len(split.texts)
-    order = rng.permutation(n)
-    k = max(1, int(round(n * fraction)))
-    held, kept = np.sort(order[:k]), np.sort(order[k:])
-    pick = lambda idx: Split([split.texts[i] for i in idx], split.labels[idx])  # noqa: E731
-    return pick(kept), pick(held)
-
-
-def _vectorize(vectorizer, texts, batch_size=2048):
-    parts = []
-    for start in range(0, len(texts), batch_size):
-        chunk = tf.constant(texts[start:start + batch_size], dtype=tf.string)
-        parts.append(vectorizer(chunk).numpy())
-    if not parts:
-        return np.zeros((0, vectorizer.get_config()["output_sequence_length"]), "int32")
-    return np.concatenate(parts).astype("int32")
-
-
-def _dataset(ids, labels, batch_size, shuffle_seed=None):
-    ds = tf.data.Dataset.from_tensor_slices((ids, labels))
-    if shuffle_seed is not None:
-        ds = ds.shuffle(len(labels), seed=shuffle_seed, reshuffle_each_iteration=True)
-    return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
-
-
-def _make_optimizer(recipe):
-    name = str(recipe.get("optimizer", "adam")).lower()
-    if name not in OPTIMIZERS:
-        raise TrainingError(f"Unknown optimizer {name!r}; known: {sorted(OPTIMIZERS)}.")
-    kwargs = {"learning_rate": float(recipe.get("learning_rate", 1e-3))}
-    if recipe.get("ema"):
-        kwargs.update(use_ema=True, ema_momentum=float(recipe["ema"]))
-    return OPTIMIZERS[name](**kwargs)
 
 
 def _parse_value(text):
@@ -169,6 +103,259 @@ def parse_overrides(pairs):
     return result
 
 
+# --- stage 1: settings and data ---------------------------------------------
+
+
+def resolve_settings(model_name, demo, overrides=None, **recipe_changes):
+    """The preset's config and recipe for a run (demo settings on the embedded
+    task), with ``overrides`` (model arguments) and recipe fields applied."""
+    preset = zoo.get_preset(model_name)
+    config = dict(preset.get("config", {}))
+    recipe = dict(preset.get("recipe", {}))
+    if demo:
+        config.update(preset.get("demo", {}).get("config", {}))
+        recipe.update(preset.get("demo", {}).get("recipe", {}))
+    config.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        recipe = Recipe.from_dict(recipe, where=f"preset {model_name!r}").replace(**recipe_changes)
+    except ValueError as e:
+        raise TrainingError(str(e)) from None
+    return Settings(model_name, preset, config, recipe, demo)
+
+
+def prepare_data(settings, train_path=None, test_path=None, dev_path=None, embeddings=None,
+                 max_length=None, max_tokens=None, standardize="lower_and_strip_punctuation",
+                 seed=1234, demo_size=None, length_cap=400):
+    """Splits, the family's preprocessor and the word vectors for a run.
+
+    Args:
+        settings: from ``resolve_settings``.
+        train_path, test_path, dev_path: labelled files; without
+            ``train_path`` the embedded default task is generated.
+        embeddings: ``"glove-6b-50d"``, a GloVe/word2vec text file, or
+            ``"none"``. Default: the recipe's vectors when training on files,
+            none on the embedded task.
+        max_length: tokens kept per text (default: the longest training text,
+            capped at ``length_cap``).
+        max_tokens: vocabulary size cap.
+        standardize: the preprocessor's text standardisation.
+        seed: fixes the held-out splits and the OOV vectors.
+        demo_size: training examples of the embedded task.
+    """
+    from keras_posattn.datasets import splits as splits_lib
+
+    if train_path is None:
+        if test_path is not None or dev_path is not None:
+            raise TrainingError("--test/--dev need --train as well.")
+        splits = splits_lib.embedded_task(seed=seed, size=demo_size)
+    else:
+        splits = splits_lib.load_files(train_path, test_path, dev_path, seed=seed)
+    for note in splits.notes:
+        _log(note)
+    _log(
+        f"Data: {splits.description}\n"
+        f"  train {len(splits.train)}, validation {len(splits.dev)}, test {len(splits.test)}; "
+        f"{len(splits.label_names)} classes: {', '.join(splits.label_names)}"
+    )
+    if standardize in ("none", ""):
+        standardize = None
+    preprocessor = settings.family.preprocessor_cls.from_texts(
+        splits.train.texts, max_length=max_length, max_tokens=max_tokens,
+        standardize=standardize, length_cap=length_cap,
+    )
+    _log(f"Preprocessor: {preprocessor.vocabulary_size} words, at most "
+         f"{preprocessor.max_length} tokens per text.")
+
+    defaulted = embeddings is None and not settings.demo
+    if defaulted:
+        embeddings = settings.recipe.embeddings
+    if str(embeddings).lower() in ("none", ""):
+        embeddings = None
+    vectors = None
+    if embeddings:
+        from keras_posattn import word_vectors
+
+        try:
+            loaded = word_vectors.load_word_vectors(embeddings)
+        except ImportError as e:
+            if not defaulted:
+                raise
+            raise TrainingError(
+                f"{e} (the recipe's default vectors; pass --embeddings none to train "
+                "without pretrained vectors)"
+            ) from None
+        vectors = word_vectors.build_embedding_matrix(preprocessor.vocabulary, loaded, seed=seed)
+        _log(
+            f"Embeddings: {loaded.name}, {loaded.dim}d, covering {vectors.coverage:.1%} of the "
+            "vocabulary (the rest initialised U(-0.05, 0.05))."
+        )
+        embeddings = loaded.name
+    return PreparedData(splits, preprocessor, vectors, embeddings)
+
+
+# --- stage 2: the model -------------------------------------------------------
+
+
+def build_model(settings, data, overrides=None, compile=True):
+    """The zoo model at the data's sizes, pretrained vectors loaded, compiled.
+
+    The contract arguments come from the data: ``num_classes`` (its classes),
+    ``vocabulary_size`` and ``max_length`` (its preprocessor) and, with
+    pretrained vectors, ``embedding_dim``. ``overrides`` (e.g. a tuner's
+    hyperparameters) replace the settings' config.
+    """
+    config = dict(settings.config)
+    config.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    config.update(
+        num_classes=len(data.label_names),
+        vocabulary_size=data.preprocessor.vocabulary_size,
+        max_length=data.preprocessor.max_length,
+    )
+    if data.vectors is not None:
+        config["embedding_dim"] = int(data.vectors.matrix.shape[1])
+    elif config.get("trainable_embeddings") == "none":
+        # Frozen random vectors would never learn anything.
+        config["trainable_embeddings"] = "all"
+    try:
+        model = zoo.build(settings.model_name, **config)
+    except TypeError as e:
+        raise TrainingError(str(e)) from None
+    if data.vectors is not None:
+        model.embedding.set_pretrained(data.vectors.matrix, data.vectors.pretrained)
+    if compile:
+        model.compile(
+            optimizer=settings.recipe.make_optimizer(),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+            jit_compile=settings.recipe.jit_compile,
+        )
+    return model
+
+
+# --- stage 3: fit ---------------------------------------------------------------
+
+
+def prepare_output_dir(output_dir, resume=False, overwrite=False):
+    """Create the run folder; refuse to clobber an interrupted run."""
+    output_dir = Path(output_dir)
+    backup_dir = output_dir / "backup"
+    if backup_dir.exists() and not (resume or overwrite):
+        raise TrainingError(
+            f"{output_dir} holds an interrupted run (checkpoint in {backup_dir}). "
+            "Pass --resume to continue it or --overwrite to start over."
+        )
+    if overwrite and output_dir.exists():
+        shutil.rmtree(output_dir)
+    if resume and not backup_dir.exists():
+        _log(f"--resume: no interrupted run in {output_dir}; starting a new one.")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    return output_dir
+
+
+def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None, resume=False):
+    """Train with TensorBoard logs, attention images and per-epoch checkpoints.
+
+    The vocabulary and class names are written to ``output_dir``; on
+    ``resume`` the vocabulary must match the interrupted run's.
+    """
+    from keras_posattn.training.attention_images import AttentionImages
+
+    output_dir = Path(output_dir)
+    pre, splits = data.preprocessor, data.splits
+    vocab_file = output_dir / "vocabulary.txt"
+    if resume and vocab_file.exists():
+        if vocab_file.read_text(encoding="utf-8").split("\n") != list(pre.vocabulary):
+            raise TrainingError(
+                f"--resume: the vocabulary built from the training data differs from "
+                f"the one saved in {vocab_file}; was the data changed?"
+            )
+    vocab_file.write_text("\n".join(pre.vocabulary), encoding="utf-8")
+    (output_dir / "labels.txt").write_text("\n".join(splits.label_names) + "\n", encoding="utf-8")
+    log_dir = output_dir / "logs"
+    _log(f"TensorBoard: tensorboard --logdir {log_dir}")
+
+    bs = int(recipe.batch_size)
+    train_ds = pre.dataset(splits.train.texts, splits.train.labels, bs, shuffle_seed=seed,
+                           buckets=recipe.buckets)
+    dev_ds = pre.dataset(splits.dev.texts, splits.dev.labels, bs, buckets=recipe.buckets)
+
+    (output_dir / "checkpoints").mkdir(exist_ok=True)
+    sample_texts = splits.dev.texts[:3]
+    sample_inputs = keras.ops.convert_to_numpy(pre(sample_texts))
+    all_callbacks = [
+        keras.callbacks.BackupAndRestore(str(output_dir / "backup"), save_freq="epoch"),
+        keras.callbacks.TensorBoard(log_dir=str(log_dir)),
+        keras.callbacks.ModelCheckpoint(str(output_dir / "checkpoints" / "last.keras")),
+        AttentionImages(str(log_dir), model.attention_maps, sample_inputs,
+                        [pre.display_tokens(row) for row in sample_inputs]),
+        *(callbacks or []),
+    ]
+    if verbose is None:
+        verbose = 1 if sys.stdout.isatty() else 2
+    return model.fit(
+        train_ds,
+        validation_data=dev_ds,
+        epochs=int(recipe.epochs),
+        callbacks=all_callbacks,
+        verbose=verbose,
+        shuffle=False,  # the dataset shuffles itself, seeded
+    )
+
+
+# --- stage 4: finish ------------------------------------------------------------
+
+
+def finish(settings, model, data, history, output_dir, export=True, export_dir="saved_models",
+           sample_text=None, seed=1234):
+    """Evaluate beside the baseline, save ``classifier.keras``, export, reload."""
+    from keras_posattn.baselines import bag_of_words_baseline
+    from keras_posattn.models import TextClassifier
+
+    output_dir = Path(output_dir)
+    splits, pre = data.splits, data.preprocessor
+    test_ds = pre.dataset(splits.test.texts, splits.test.labels, int(settings.recipe.batch_size),
+                          buckets=settings.recipe.buckets)
+    _, test_accuracy = model.evaluate(test_ds, verbose=0)
+    baseline = bag_of_words_baseline(
+        splits.train.texts, splits.train.labels, splits.test.texts, splits.test.labels,
+        seed=seed, tokenizer=pre.tokenize,
+    )
+    name = settings.model_name
+    _log(
+        f"\nTest accuracy: {name} {test_accuracy:.4f} | bag-of-words baseline "
+        f"{baseline:.4f} | chance {1.0 / len(splits.label_names):.4f}  "
+        f"({len(splits.test)} test texts)"
+    )
+
+    classifier = TextClassifier(pre, model, label_names=splits.label_names, name=f"{name}_text")
+    classifier.save(output_dir / "classifier.keras")
+    _log(f"Saved {output_dir / 'classifier.keras'} (strings in, logits out).")
+
+    result = TrainResult(
+        model_name=name,
+        test_accuracy=float(test_accuracy),
+        baseline_accuracy=float(baseline),
+        epochs_run=len(history.history.get("loss", [])),
+        output_dir=output_dir,
+        history={k: [float(x) for x in v] for k, v in history.history.items()},
+    )
+    sample_text = sample_text or splits.sample_text
+    if export:
+        from keras_posattn.export import export_saved_model, predict_exported
+
+        path = export_saved_model(classifier, name=name, base_dir=export_dir)
+        result.export_dir = path
+        _log(f"Exported SavedModel: {path}")
+        if sample_text:
+            prediction = predict_exported(path, [sample_text])
+            label = str(prediction["label"][0])
+            prob = float(prediction["probabilities"][0].max())
+            result.sample_text = sample_text
+            result.sample_prediction = {"label": label, "probability": prob}
+            _log(f"Reloaded export predicts {label!r} (p={prob:.3f}) for: {sample_text!r}")
+    return result
+
+
 def train(model_name, dtype_policy=None, **kwargs):
     """Train a zoo model end to end; see the module docstring.
 
@@ -178,19 +365,16 @@ def train(model_name, dtype_policy=None, **kwargs):
             JSONL). Without ``train_path`` the embedded default task is used,
             with the preset's smaller ``demo`` settings.
         embeddings: ``"glove-6b-50d"``, a path to a GloVe/word2vec text file,
-            or ``"none"`` for randomly initialised embeddings. Default: the
-            recipe's vectors (``glove-6b-50d``, the offline default) when
-            training on files, none on the embedded default task.
+            or ``"none"``. Default: the recipe's vectors (``glove-6b-50d``,
+            offline) when training on files, none on the embedded task.
         epochs, batch_size, learning_rate, optimizer: override the recipe.
         max_length: tokens kept per text (default: the longest training text,
             capped at 400).
         max_tokens: vocabulary size cap.
-        standardize: the vectorizer's text standardisation:
-            ``"lower_and_strip_punctuation"`` (default), ``"lower"``,
-            ``"strip_punctuation"`` or ``None`` (keep case and punctuation).
+        standardize: the text standardisation: ``"lower_and_strip_punctuation"``
+            (default), ``"lower"``, ``"strip_punctuation"`` or ``None``.
         overrides: dict of model constructor arguments.
-        output_dir: run folder (default ``runs/<model_name>``): TensorBoard
-            logs, per-epoch checkpoints, the final ``.keras`` model.
+        output_dir: run folder (default ``runs/<model_name>``).
         export_dir: SavedModel base folder (``<export_dir>/<model>/<version>``).
         export: whether to export a SavedModel at the end.
         resume: continue an interrupted run in ``output_dir``.
@@ -198,7 +382,7 @@ def train(model_name, dtype_policy=None, **kwargs):
         seed: fixes data order, splits and initialisation.
         demo_size: number of training examples of the embedded task.
         sample_text: sentence whose prediction is printed after export.
-        dtype_policy: e.g. ``"mixed_bfloat16"``.
+        dtype_policy: e.g. ``"mixed_bfloat16"`` (restored afterwards).
         verbose: Keras fit verbosity (default: progress bar on a terminal,
             one line per epoch otherwise).
         callbacks: extra Keras callbacks for ``fit``.
@@ -213,246 +397,49 @@ def train(model_name, dtype_policy=None, **kwargs):
         keras.mixed_precision.set_global_policy(previous)
 
 
-def _train(
-    model_name,
-    train_path=None,
-    test_path=None,
-    dev_path=None,
-    embeddings=None,
-    epochs=None,
-    batch_size=None,
-    learning_rate=None,
-    optimizer=None,
-    max_length=None,
-    max_tokens=None,
-    standardize="lower_and_strip_punctuation",
-    overrides=None,
-    output_dir=None,
-    export_dir="saved_models",
-    export=True,
-    resume=False,
-    overwrite=False,
-    seed=1234,
-    demo_size=None,
-    sample_text=None,
-    verbose=None,
-    callbacks=None,
-):
-    """See ``train``."""
-    from keras_posattn import text as text_lib
-    from keras_posattn.data.baselines import bag_of_words_baseline
-
+def _train(model_name, train_path=None, test_path=None, dev_path=None, embeddings=None,
+           epochs=None, batch_size=None, learning_rate=None, optimizer=None, max_length=None,
+           max_tokens=None, standardize="lower_and_strip_punctuation", overrides=None,
+           output_dir=None, export_dir="saved_models", export=True, resume=False,
+           overwrite=False, seed=1234, demo_size=None, sample_text=None, verbose=None,
+           callbacks=None):
     started = time.time()
-    preset = zoo.get_preset(model_name)
-    demo = train_path is None
-    config = dict(preset.get("config", {}))
-    recipe = dict(preset.get("recipe", {}))
-    if demo:
-        config.update(preset.get("demo", {}).get("config", {}))
-        recipe.update(preset.get("demo", {}).get("recipe", {}))
-    for key, value in {
-        "epochs": epochs,
-        "batch_size": batch_size,
-        "learning_rate": learning_rate,
-        "optimizer": optimizer,
-    }.items():
-        if value is not None:
-            recipe[key] = value
-    config.update({k: v for k, v in (overrides or {}).items() if v is not None})
-
-    output_dir = Path(output_dir or Path("runs") / model_name)
-    backup_dir = output_dir / "backup"
-    if backup_dir.exists() and not (resume or overwrite):
-        raise TrainingError(
-            f"{output_dir} holds an interrupted run (checkpoint in {backup_dir}). "
-            "Pass --resume to continue it or --overwrite to start over."
-        )
-    if overwrite and output_dir.exists():
-        shutil.rmtree(output_dir)
-    if resume and not backup_dir.exists():
-        _log(f"--resume: no interrupted run in {output_dir}; starting a new one.")
-    output_dir.mkdir(parents=True, exist_ok=True)
-    log_dir = output_dir / "logs"
-
+    settings = resolve_settings(
+        model_name, demo=train_path is None, overrides=overrides, epochs=epochs,
+        batch_size=batch_size, learning_rate=learning_rate, optimizer=optimizer,
+    )
+    output_dir = prepare_output_dir(output_dir or Path("runs") / model_name, resume, overwrite)
     keras.utils.set_random_seed(seed)
 
-    # --- data ---
-    train_split, dev_split, test_split, label_names, description, default_sample = (
-        load_data(train_path, test_path, dev_path, seed=seed, demo_size=demo_size)
+    data = prepare_data(
+        settings, train_path, test_path, dev_path, embeddings=embeddings,
+        max_length=max_length, max_tokens=max_tokens, standardize=standardize,
+        seed=seed, demo_size=demo_size,
     )
-    sample_text = sample_text or default_sample
+    model = build_model(settings, data)
+    recipe = settings.recipe
     _log(
-        f"Data: {description}\n"
-        f"  train {len(train_split.texts)}, validation {len(dev_split.texts)}, "
-        f"test {len(test_split.texts)}; {len(label_names)} classes: {', '.join(label_names)}"
-    )
-
-    if standardize in ("none", ""):
-        standardize = None
-    vectorizer = text_lib.build_vectorizer(
-        train_split.texts, max_length=max_length, max_tokens=max_tokens,
-        standardize=standardize,
-    )
-    seq_len = int(vectorizer.get_config()["output_sequence_length"])
-    if max_length is None and seq_len > 400:
-        vectorizer = text_lib.build_vectorizer(
-            train_split.texts, max_length=400, max_tokens=max_tokens,
-            standardize=standardize,
-        )
-        seq_len = 400
-    vocabulary = text_lib.vectorizer_vocabulary(vectorizer)
-    vocab_file = output_dir / "vocabulary.txt"
-    if resume and vocab_file.exists():
-        saved = vocab_file.read_text(encoding="utf-8").split("\n")
-        if saved != vocabulary:
-            raise TrainingError(
-                f"--resume: the vocabulary built from the training data differs from "
-                f"the one saved in {vocab_file}; was the data changed?"
-            )
-    vocab_file.write_text("\n".join(vocabulary), encoding="utf-8")
-    (output_dir / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
-    _log(f"Vectorizer: {len(vocabulary)} words, {seq_len} tokens per text.")
-
-    # --- embeddings ---
-    matrix = pretrained_rows = None
-    defaulted = embeddings is None and not demo
-    if defaulted:
-        embeddings = recipe.get("embeddings")
-    if str(embeddings).lower() in ("none", ""):
-        embeddings = None
-    if embeddings:
-        try:
-            vectors = text_lib.load_word_vectors(embeddings)
-        except ImportError as e:
-            if not defaulted:
-                raise
-            raise TrainingError(
-                f"{e} (the recipe's default vectors; pass --embeddings none to train "
-                "without pretrained vectors)"
-            ) from None
-        init = text_lib.build_embedding_matrix(vocabulary, vectors, seed=seed)
-        matrix, pretrained_rows = init.matrix, init.pretrained
-        dim = matrix.shape[1]
-        if config.get("hidden_dim") == config.get("embedding_dim"):
-            config["hidden_dim"] = dim
-        config["embedding_dim"] = dim
-        _log(
-            f"Embeddings: {vectors.name}, {dim}d, covering {init.coverage:.1%} of the "
-            "vocabulary (the rest initialised U(-0.05, 0.05))."
-        )
-    elif not demo and config.get("trainable_embeddings") != "all":
-        config["trainable_embeddings"] = "all"
-
-    # --- model ---
-    config.update(vocabulary_size=len(vocabulary), max_length=seq_len)
-    model = zoo.build(model_name, num_classes=len(label_names), **config)
-    if matrix is not None:
-        model.embedding.set_pretrained(matrix, pretrained_rows)
-    model.compile(
-        optimizer=_make_optimizer(recipe),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-    )
-    _log(
-        f"Model: {model_name} ({preset.get('description', '')})\n"
+        f"Model: {model_name} ({settings.preset.get('description', '')})\n"
         f"  {model.count_params():,} parameters; recipe: "
-        + ", ".join(f"{k}={v}" for k, v in recipe.items() if k != "embeddings")
+        + ", ".join(f"{k}={v}" for k, v in recipe.as_dict().items()
+                    if v is not None and k != "embeddings")
     )
-    _log(f"TensorBoard: tensorboard --logdir {log_dir}")
-
-    # --- data pipelines ---
-    ids = {n: _vectorize(vectorizer, s.texts) for n, s in
-           (("train", train_split), ("dev", dev_split), ("test", test_split))}
-    bs = int(recipe.get("batch_size", 64))
-    train_ds = _dataset(ids["train"], train_split.labels, bs, shuffle_seed=seed)
-    dev_ds = _dataset(ids["dev"], dev_split.labels, bs)
-    test_ds = _dataset(ids["test"], test_split.labels, bs)
-
-    # --- callbacks ---
-    extra_callbacks = list(callbacks or [])
-    callbacks = [
-        keras.callbacks.BackupAndRestore(str(backup_dir), save_freq="epoch"),
-        keras.callbacks.TensorBoard(log_dir=str(log_dir)),
-        keras.callbacks.ModelCheckpoint(str(output_dir / "checkpoints" / "last.keras")),
-    ]
-    (output_dir / "checkpoints").mkdir(exist_ok=True)
-    if hasattr(model, "attention_maps"):
-        from keras_posattn.training.attention_images import AttentionImages
-
-        k = min(3, len(dev_split.texts))
-        sample_ids = ids["dev"][:k]
-        tokens = [[vocabulary[i] for i in row if i != 0] for row in sample_ids]
-        callbacks.append(
-            AttentionImages(str(log_dir), model.attention_maps, sample_ids, tokens)
-        )
-
-    callbacks.extend(extra_callbacks)
-    if verbose is None:
-        verbose = 1 if sys.stdout.isatty() else 2
-    history = model.fit(
-        train_ds,
-        validation_data=dev_ds,
-        epochs=int(recipe.get("epochs", 10)),
-        callbacks=callbacks,
-        verbose=verbose,
-        shuffle=False,  # the dataset shuffles itself, seeded
-    )
-
-    # --- evaluation ---
-    _, test_accuracy = model.evaluate(test_ds, verbose=0)
-    baseline = bag_of_words_baseline(
-        train_split.texts, train_split.labels, test_split.texts, test_split.labels, seed=seed
-    )
-    _log(
-        f"\nTest accuracy: {model_name} {test_accuracy:.4f} | bag-of-words baseline "
-        f"{baseline:.4f} | chance {1.0 / len(label_names):.4f}  ({len(test_split.texts)} test texts)"
-    )
-
-    # --- save the model with its vectorizer ---
-    classifier = text_classifier(vectorizer, model)
-    classifier.save(output_dir / "classifier.keras")
-    _log(f"Saved {output_dir / 'classifier.keras'} (strings in, logits out).")
-
-    result = TrainResult(
-        model_name=model_name,
-        test_accuracy=float(test_accuracy),
-        baseline_accuracy=float(baseline),
-        epochs_run=len(history.history.get("loss", [])),
-        output_dir=output_dir,
-        history={k: [float(x) for x in v] for k, v in history.history.items()},
-    )
-
-    # --- export for TF Serving, reload, predict ---
-    if export:
-        from keras_posattn.export import export_saved_model, predict_exported
-
-        path = export_saved_model(model, vectorizer, label_names, name=model_name,
-                                  base_dir=export_dir)
-        result.export_dir = path
-        _log(f"Exported SavedModel: {path}")
-        if sample_text:
-            prediction = predict_exported(path, [sample_text])
-            label = str(prediction["label"][0])
-            prob = float(prediction["probabilities"][0].max())
-            result.sample_text = sample_text
-            result.sample_prediction = {"label": label, "probability": prob}
-            _log(f"Reloaded export predicts {label!r} (p={prob:.3f}) for: {sample_text!r}")
+    history = fit(model, data, recipe, output_dir, seed=seed, callbacks=callbacks,
+                  verbose=verbose, resume=resume)
+    result = finish(settings, model, data, history, output_dir, export=export,
+                    export_dir=export_dir, sample_text=sample_text, seed=seed)
 
     summary = dataclasses.asdict(result)
     summary.update(
         output_dir=str(output_dir),
         export_dir=str(result.export_dir) if result.export_dir else None,
-        config=config,
-        recipe=recipe,
-        data=description,
+        config=model.get_config(),
+        recipe=recipe.as_dict(),
+        data=data.splits.description,
+        embeddings=data.vectors_name,
         seconds=round(time.time() - started, 1),
-        versions={"tensorflow": tf.__version__, "keras": keras.__version__},
+        versions={"tensorflow": tf.__version__, "keras": keras.__version__,
+                  "numpy": np.__version__},
     )
     (output_dir / "result.json").write_text(json.dumps(summary, indent=2, default=str))
     return result
-
-
-def text_classifier(vectorizer, model):
-    """A Keras model from raw strings to logits: vectorizer + token model."""
-    text = keras.Input(shape=(), dtype="string", name="text")
-    return keras.Model(text, model(vectorizer(text)), name=f"{model.name}_text")

@@ -1,17 +1,21 @@
-"""The model zoo: ``build(name, num_classes=...)`` and ``list_models(pattern)``.
+"""The model zoo: ``build(name)`` and ``list_models(pattern)``.
 
 Example:
 
 >>> from keras_posattn import zoo
 >>> zoo.list_models("mpsan_table2_*")[:2]
 ['mpsan_table2_model0', 'mpsan_table2_model1']
->>> model = zoo.build("mpsan", num_classes=5, vocabulary_size=1000)
+>>> model = zoo.build("mpsan")  # the paper's defaults: 5 classes, 20,000 words
+
+Importing this module imports the model families, which register themselves.
 """
 
-from keras_posattn.zoo.registry import build
-from keras_posattn.zoo.registry import get_preset
-from keras_posattn.zoo.registry import list_models
-from keras_posattn.zoo.registry import register_family
-from keras_posattn.zoo.registry import zoo_dir
+import keras_posattn.models  # noqa: F401  (registers the families)
+from keras_posattn.registry import PresetError
+from keras_posattn.registry import build
+from keras_posattn.registry import families
+from keras_posattn.registry import get_preset
+from keras_posattn.registry import list_models
+from keras_posattn.registry import register_family
 
-__all__ = ["build", "get_preset", "list_models", "register_family", "zoo_dir"]
+__all__ = ["PresetError", "build", "families", "get_preset", "list_models", "register_family"]

@@ -1,11 +1,11 @@
-"""Tests for keras_posattn.text.embeddings (word vectors, embedding matrices)."""
+"""Tests for keras_posattn.word_vectors (word vectors, embedding matrices)."""
 
 import importlib.util
 
 import numpy as np
 import pytest
 
-from keras_posattn.text.embeddings import (
+from keras_posattn.word_vectors import (
     PACKAGED_VECTORS,
     EmbeddingInit,
     WordVectors,
@@ -13,7 +13,7 @@ from keras_posattn.text.embeddings import (
     load_word_vectors,
     random_embedding_matrix,
 )
-from keras_posattn.text.readers import DataFormatError
+from keras_posattn.datasets.readers import DataFormatError
 
 GLOVE = "the 0.1 0.2 0.3\ncat 1 2 3\nDog -1 -2 -3\nhello 0.5 0.5 0.5\n"
 VOCAB = ["", "[UNK]", "the", "cat", "dog", "Hello", "zebra", "qwerty"]

@@ -1,16 +1,16 @@
-"""Deterministic construction of a ``keras.layers.TextVectorization`` layer.
+"""The one tokenizer of the library, and deterministic vocabularies.
 
-The vocabulary is counted in Python over exactly the tokens the layer itself
-produces (the layer's own standardize + split code is run over the texts) and
-is passed to the layer with ``vocabulary=``, so it does not depend on
-``adapt()`` or on tf.data ordering: words are sorted by frequency, descending,
-ties broken alphabetically (by Unicode code point). Index 0 is the padding
-token ``""`` and index 1 is ``"[UNK]"``.
+Tokens are exactly what ``keras.layers.TextVectorization`` makes of a text
+with the same ``standardize`` and ``split`` options (the layer's own code is
+run), so the models' preprocessors, the bag-of-words baseline and the
+vocabulary counts all see the same words. Vocabularies are counted in Python,
+not with ``adapt()``: words by frequency, descending, ties alphabetical (by
+Unicode code point); index 0 is the padding token ``""`` and index 1
+``"[UNK]"``.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Iterable, Sequence
 
@@ -27,8 +27,6 @@ __all__ = [
     "tokenize",
     "count_tokens",
     "build_vocabulary",
-    "build_vectorizer",
-    "vectorizer_vocabulary",
 ]
 
 PAD_TOKEN = ""
@@ -164,92 +162,3 @@ def build_vocabulary(counts: Counter, max_tokens: int | None = None, min_count: 
     if max_tokens is not None:
         words = words[: max_tokens - 2]
     return [word for word, _ in words]
-
-
-def build_vectorizer(
-    texts: Sequence[str],
-    max_length: int | None = None,
-    max_tokens: int | None = None,
-    min_count: int = 1,
-    standardize: str | None = "lower_and_strip_punctuation",
-    split: str | None = "whitespace",
-    length_percentile: float | None = None,
-    name: str | None = None,
-) -> keras.layers.TextVectorization:
-    """Build a TextVectorization layer (``output_mode="int"``) with a deterministic vocabulary.
-
-    The layer is created with ``vocabulary=`` (index 0 ``""``, index 1
-    ``"[UNK]"``, then words by frequency descending, ties alphabetical) and
-    called once on a dummy string so it can be tracked by
-    ``keras.export.ExportArchive``. It round-trips through ``.keras`` files
-    (the vocabulary is stored in the layer config).
-
-    Args:
-        texts: Training texts the vocabulary is counted on.
-        max_length: Output sequence length (longer texts are truncated,
-            shorter ones padded with 0). None: the longest training text in
-            tokens, or the ``length_percentile`` of the lengths if given.
-        max_tokens: Maximum vocabulary size including PAD and [UNK]; None
-            keeps every word with at least ``min_count`` occurrences.
-        min_count: Words seen fewer times become [UNK].
-        standardize: ``"lower_and_strip_punctuation"``, ``"lower"``,
-            ``"strip_punctuation"`` or None, as for TextVectorization.
-        split: ``"whitespace"``, ``"character"`` or None.
-        length_percentile: Percentile (0-100) of the training lengths to use
-            as ``max_length`` when that is None (rounded up).
-        name: Optional layer name.
-
-    Returns:
-        The ready-to-use ``keras.layers.TextVectorization``.
-    """
-    _check_options(standardize, split)
-    if isinstance(texts, str):
-        raise TypeError("texts must be a sequence of strings, not one string")
-    texts = list(texts)
-    if not texts:
-        raise ValueError("cannot build a vectorizer from zero texts")
-    if max_length is not None and length_percentile is not None:
-        raise ValueError("give max_length or length_percentile, not both")
-    counts, lengths = count_tokens(texts, standardize, split)
-    vocabulary = build_vocabulary(counts, max_tokens=max_tokens, min_count=min_count)
-    if not vocabulary:
-        raise ValueError(
-            f"no token occurs at least min_count={min_count} times in the {len(texts)} texts"
-        )
-    if max_length is None:
-        if length_percentile is not None:
-            if not 0 <= length_percentile <= 100:
-                raise ValueError(f"length_percentile must be in [0, 100], got {length_percentile}")
-            max_length = math.ceil(float(np.percentile(lengths, length_percentile)) - 1e-9)
-        else:
-            max_length = int(lengths.max())
-        max_length = max(1, int(max_length))
-    elif int(max_length) < 1:
-        raise ValueError(f"max_length must be >= 1, got {max_length}")
-    layer = keras.layers.TextVectorization(
-        standardize=standardize,
-        split=split,
-        output_mode="int",
-        output_sequence_length=int(max_length),  # must be a Python int, not np.int64
-        vocabulary=vocabulary,
-        name=name,
-    )
-    # A layer created with vocabulary= must be called once before it can be
-    # tracked by keras.export.ExportArchive.
-    layer(tf.constant(["warm up"]))
-    return layer
-
-
-def vectorizer_vocabulary(vectorizer: keras.layers.TextVectorization) -> list[str]:
-    """Return the vocabulary of a TextVectorization layer as Python strings.
-
-    Args:
-        vectorizer: The layer.
-
-    Returns:
-        The vocabulary including ``""`` (index 0) and ``"[UNK]"`` (index 1).
-    """
-    return [
-        token.decode("utf-8") if isinstance(token, bytes) else str(token)
-        for token in vectorizer.get_vocabulary(include_special_tokens=True)
-    ]

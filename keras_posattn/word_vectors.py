@@ -15,7 +15,7 @@ from typing import Sequence, Union
 
 import numpy as np
 
-from keras_posattn.text.readers import DataFormatError
+from keras_posattn.datasets.readers import DataFormatError
 
 __all__ = [
     "PACKAGED_VECTORS",

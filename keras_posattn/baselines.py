@@ -4,7 +4,12 @@ Multinomial logistic regression on unigram counts (``log1p``-scaled, sparse),
 trained by full-batch gradient descent (Nesterov momentum) with L2
 regularisation.  No bigrams on purpose: the point of the baseline is to show
 how much of a task can be solved *without* word order.  On the embedded
-position task (:mod:`keras_posattn.data.synthetic`) it stays at chance.
+position task (:mod:`keras_posattn.datasets.synthetic`) it stays at chance.
+
+Words come from the library's one tokenizer
+(:func:`keras_posattn.preprocessing.tokenize`, the models' own), or from the
+``tokenizer`` given: the trainer passes its preprocessor's ``tokenize`` so the
+baseline and the model read the same words.
 """
 
 from __future__ import annotations
@@ -13,12 +18,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["BagOfWordsClassifier", "bag_of_words_baseline", "tokenize"]
+__all__ = ["BagOfWordsClassifier", "bag_of_words_baseline"]
 
 
-def tokenize(text: str) -> list[str]:
-    """Lower-cased whitespace tokenisation."""
-    return text.lower().split()
+def _default_tokenizer(texts):
+    from keras_posattn.preprocessing import tokenize
+
+    return tokenize(list(texts))
 
 
 class BagOfWordsClassifier:
@@ -31,6 +37,8 @@ class BagOfWordsClassifier:
         num_iterations: number of full-batch steps.
         max_vocab: keep at most this many most frequent training words.
         seed: seed of the (small) random weight initialisation.
+        tokenizer: callable turning a list of texts into a list of token
+            lists (default: the library's tokenizer, as the models see text).
     """
 
     def __init__(
@@ -40,12 +48,14 @@ class BagOfWordsClassifier:
         num_iterations: int = 300,
         max_vocab: int = 20000,
         seed: int = 0,
+        tokenizer=None,
     ):
         self.l2 = float(l2)
         self.learning_rate = float(learning_rate)
         self.num_iterations = int(num_iterations)
         self.max_vocab = int(max_vocab)
         self.seed = int(seed)
+        self.tokenizer = tokenizer or _default_tokenizer
         self.vocabulary_: dict[str, int] | None = None
         self.classes_: np.ndarray | None = None
         self.weights_: np.ndarray | None = None
@@ -54,8 +64,8 @@ class BagOfWordsClassifier:
     # -- features ---------------------------------------------------------
     def _build_vocabulary(self, texts: Sequence[str]) -> None:
         counts: dict[str, int] = {}
-        for text in texts:
-            for tok in tokenize(text):
+        for tokens in self.tokenizer(list(texts)):
+            for tok in tokens:
                 counts[tok] = counts.get(tok, 0) + 1
         words = sorted(counts, key=lambda w: (-counts[w], w))[: self.max_vocab]
         self.vocabulary_ = {w: i for i, w in enumerate(words)}
@@ -68,9 +78,9 @@ class BagOfWordsClassifier:
         rows: list[int] = []
         cols: list[int] = []
         vals: list[float] = []
-        for row, text in enumerate(texts):
+        for row, tokens in enumerate(self.tokenizer(list(texts))):
             counts: dict[int, int] = {}
-            for tok in tokenize(text):
+            for tok in tokens:
                 col = vocab.get(tok)
                 if col is not None:
                     counts[col] = counts.get(col, 0) + 1

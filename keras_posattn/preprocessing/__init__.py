@@ -1,0 +1,26 @@
+"""Between raw strings and model inputs: the tokenizer and the preprocessors.
+
+Each model family names its preprocessor class (``preprocessor_cls``); the
+trainer, the saved ``classifier.keras`` and the SavedModel export all go
+through an instance of it, so training and serving see the same ids.
+"""
+
+from keras_posattn.preprocessing.text_preprocessor import TextPreprocessor
+from keras_posattn.preprocessing.tokenizer import (
+    OOV_TOKEN,
+    PAD_TOKEN,
+    STANDARDIZE_OPTIONS,
+    build_vocabulary,
+    count_tokens,
+    tokenize,
+)
+
+__all__ = [
+    "OOV_TOKEN",
+    "PAD_TOKEN",
+    "STANDARDIZE_OPTIONS",
+    "TextPreprocessor",
+    "build_vocabulary",
+    "count_tokens",
+    "tokenize",
+]

@@ -1,0 +1,86 @@
+"""Training recipes: the ``recipe`` table of a zoo preset, as one dataclass.
+
+A recipe is how a paper trained its model (optimizer, learning rate, batch,
+epochs, weight averaging...). Presets state it in ``zoo/*.toml``; the CLI's
+``--epochs``, ``--learning-rate``... override single fields.
+"""
+
+import dataclasses
+
+import keras
+
+OPTIMIZERS = {
+    "adadelta": keras.optimizers.Adadelta,
+    "adam": keras.optimizers.Adam,
+    "adamw": keras.optimizers.AdamW,
+    "sgd": keras.optimizers.SGD,
+    "rmsprop": keras.optimizers.RMSprop,
+}
+
+
+@dataclasses.dataclass
+class Recipe:
+    """How to train a model.
+
+    Attributes:
+        optimizer: one of ``OPTIMIZERS``.
+        learning_rate: the optimizer's learning rate.
+        batch_size: examples per step.
+        epochs: passes over the training data.
+        embeddings: pretrained word vectors used when training on files
+            (``"glove-6b-50d"``, a file path, or None for none).
+        ema: exponential moving average of the weights (e.g. 0.999), swapped
+            in at the end of training; None for none.
+        weight_decay: decoupled weight decay (AdamW / SGD), None for none.
+        clipnorm: gradient norm clipping, None for none.
+        buckets: batch texts of similar length and pad each batch to one of a
+            few lengths (see ``TextPreprocessor.dataset``); False pads every
+            batch to the preprocessor's ``max_length``.
+        jit_compile: XLA compilation of the training step: True, False or
+            ``"auto"`` (Keras decides).
+    """
+
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3
+    batch_size: int = 64
+    epochs: int = 10
+    embeddings: str = None
+    ema: float = None
+    weight_decay: float = None
+    clipnorm: float = None
+    buckets: bool = True
+    jit_compile: object = "auto"
+
+    @classmethod
+    def from_dict(cls, values, where="recipe"):
+        unknown = sorted(set(values) - set(RECIPE_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: unknown recipe key(s) {unknown}; known: {list(RECIPE_KEYS)}.")
+        recipe = cls(**values)
+        recipe.optimizer = str(recipe.optimizer).lower()
+        if recipe.optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"{where}: unknown optimizer {recipe.optimizer!r}; known: {sorted(OPTIMIZERS)}."
+            )
+        return recipe
+
+    def replace(self, **changes):
+        """A copy with the non-None ``changes`` applied."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        return Recipe.from_dict({**dataclasses.asdict(self), **changes})
+
+    def make_optimizer(self):
+        kwargs = {"learning_rate": float(self.learning_rate)}
+        if self.ema:
+            kwargs.update(use_ema=True, ema_momentum=float(self.ema))
+        if self.weight_decay:
+            kwargs["weight_decay"] = float(self.weight_decay)
+        if self.clipnorm:
+            kwargs["clipnorm"] = float(self.clipnorm)
+        return OPTIMIZERS[self.optimizer](**kwargs)
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+
+RECIPE_KEYS = tuple(f.name for f in dataclasses.fields(Recipe))

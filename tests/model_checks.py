@@ -1,0 +1,193 @@
+"""One shared test of a zoo model family, in the spirit of keras-hub's
+``run_model_saving_test``: every family calls ``run_model_test`` once.
+
+``run_model_test(name, small_config)`` checks, through the model contract
+only (``keras_posattn.models.base``):
+
+- the bare build ``zoo.build(name)`` (the paper's defaults: 5 classes, a
+  20,000-word vocabulary, the preset's ``max_length``) gives a model of the
+  contract: ``model.embedding`` is the ``TokenEmbedding``, ``model.head`` the
+  ``ClassificationHead``, ``get_config()`` holds exactly the constructor
+  arguments and round-trips;
+- a small build with overrides takes the preprocessor's inputs (made from
+  real strings by the family's ``preprocessor_cls``) and returns finite
+  float32 logits, also for an empty text;
+- padding invariance: more padding (on every padded axis) changes no logit,
+  and a row's logits do not depend on the other rows of its batch;
+- dropout: outputs differ with ``training=True`` when the model has dropout,
+  never at inference;
+- one optimizer step on a fixed batch lowers the loss;
+- ``attention_maps`` returns NumPy arrays of the documented shapes;
+- a ``.keras`` round trip with ``safe_mode=True`` gives the same logits;
+- the SavedModel export of ``TextClassifier(preprocessor, model)``, loaded
+  in a fresh process that does not import ``keras_posattn``, gives the Keras
+  probabilities (empty string included).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import keras
+import numpy as np
+
+from keras_posattn import zoo
+from keras_posattn.layers import ClassificationHead
+from keras_posattn.layers import TokenEmbedding
+from keras_posattn.models import TextClassifier
+from keras_posattn.models.base import CONTRACT_ARGUMENTS
+from keras_posattn.models.base import DEFAULT_NUM_CLASSES
+from keras_posattn.models.base import DEFAULT_VOCABULARY_SIZE
+from keras_posattn.models.base import ZooModel
+
+WORDS = ("the film was not good but the music was great and the plot never bored "
+         "me at all though a few scenes felt long").split()
+
+_CHILD = r"""
+import json, sys
+import tensorflow as tf
+fn = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+out = fn(text=tf.constant(json.loads(sys.argv[2])))
+assert "keras_posattn" not in sys.modules
+print("RESULT:" + json.dumps(out["probabilities"].numpy().tolist()))
+"""
+
+
+def sample_texts(count=6, seed=0, max_words=12):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=int(rng.integers(1, max_words + 1))))
+            for _ in range(count)]
+
+
+def pad_inputs(inputs, extra):
+    """Add ``extra`` padding positions on every non-batch axis."""
+    inputs = np.asarray(inputs)
+    widths = [(0, 0)] + [(0, extra)] * (inputs.ndim - 1)
+    return np.pad(inputs, widths).astype(inputs.dtype)
+
+
+def to_numpy(x):
+    return keras.ops.convert_to_numpy(x)
+
+
+def check_bare_build(name):
+    model = zoo.build(name)
+    assert isinstance(model, ZooModel), type(model)
+    assert model.num_classes == DEFAULT_NUM_CLASSES
+    assert model.vocabulary_size == DEFAULT_VOCABULARY_SIZE
+    preset_length = zoo.get_preset(name)["config"].get("max_length")
+    if preset_length is not None:
+        assert model.max_length == preset_length
+    check_contract(model)
+    return model
+
+
+def check_contract(model):
+    assert isinstance(model.embedding, TokenEmbedding)
+    assert isinstance(model.head, ClassificationHead)
+    assert model.head.num_classes == model.num_classes
+    arguments = set(type(model).constructor_arguments())
+    assert set(CONTRACT_ARGUMENTS) <= arguments, set(CONTRACT_ARGUMENTS) - arguments
+    config = model.get_config()
+    assert set(config) == arguments | {"name", "trainable"}, set(config) ^ arguments
+    json.dumps(config)  # serialisable as is
+    assert type(model).from_config(config).get_config() == config
+    assert model.embedding.output_dim == model.embedding_dim
+
+
+def run_model_test(name, small_config, num_classes=3, check_export=True, seed=0):
+    """Run the shared checks on zoo model ``name`` (see the module docstring).
+
+    Args:
+        name: a zoo preset name.
+        small_config: constructor overrides that make the model small and
+            fast (e.g. ``{"embedding_dim": 16}``).
+        num_classes: classes of the small model.
+        check_export: also export and reload in a fresh process (slowest).
+
+    Returns:
+        The small model and its preprocessor.
+    """
+    check_bare_build(name)
+
+    texts = sample_texts(8, seed=seed)
+    cls = zoo.families()[zoo.get_preset(name)["family"]]
+    preprocessor = cls.preprocessor_cls.from_texts(texts)
+    keras.utils.set_random_seed(seed)
+    model = zoo.build(name, num_classes=num_classes,
+                      vocabulary_size=preprocessor.vocabulary_size,
+                      max_length=preprocessor.max_length + 64, **small_config)
+    check_contract(model)
+
+    inputs = to_numpy(preprocessor(texts + [""]))
+    logits = to_numpy(model(inputs, training=False))
+    assert logits.shape == (len(texts) + 1, num_classes)
+    assert logits.dtype == np.float32
+    assert np.isfinite(logits).all(), "non-finite logits (the empty text is the last row)"
+
+    # --- padding invariance and independent rows ---
+    for extra in (3, 40):
+        padded = to_numpy(model(pad_inputs(inputs, extra), training=False))
+        np.testing.assert_allclose(padded, logits, atol=1e-5, err_msg=f"+{extra} padding")
+    for i in (0, 2):
+        alone = to_numpy(model(to_numpy(preprocessor([texts[i]])), training=False))
+        np.testing.assert_allclose(alone[0], logits[i], atol=1e-5, err_msg=f"row {i} alone")
+    np.testing.assert_array_equal(to_numpy(model(inputs, training=False)), logits)
+
+    # --- dropout only in training ---
+    if getattr(model, "dropout", 0):
+        trained = [to_numpy(model(inputs, training=True)) for _ in range(2)]
+        assert not np.allclose(trained[0], trained[1]), "dropout=%s changes nothing" % model.dropout
+
+    # --- attention maps ---
+    maps = model.attention_maps(inputs[:2])
+    assert isinstance(maps, dict)
+    for key, value in maps.items():
+        assert isinstance(value, np.ndarray), key
+        assert value.shape[0] == 2 and value.ndim in (2, 3), (key, value.shape)
+        assert np.isfinite(value).all(), key
+
+    # --- one optimizer step lowers the loss ---
+    labels = np.arange(len(inputs)) % num_classes
+    model.compile(optimizer=keras.optimizers.Adam(1e-2),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    before = model.evaluate(inputs, labels, verbose=0)
+    model.train_on_batch(inputs, labels)
+    after = model.evaluate(inputs, labels, verbose=0)
+    assert np.isfinite(after) and after < before, (before, after)
+    logits = to_numpy(model(inputs, training=False))
+
+    # --- .keras round trip, safe mode ---
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, f"{name}.keras")
+        model.save(path)
+        loaded = keras.saving.load_model(path, safe_mode=True)
+    assert type(loaded) is type(model)
+    assert loaded.get_config() == model.get_config()
+    np.testing.assert_allclose(to_numpy(loaded(inputs, training=False)), logits, atol=1e-6)
+
+    # --- export, reloaded in a fresh process without keras_posattn ---
+    if check_export:
+        check_fresh_process_export(model, preprocessor, texts + ["", "unknownword " * 300])
+    return model, preprocessor
+
+
+def check_fresh_process_export(model, preprocessor, texts):
+    from keras_posattn.export import export_saved_model
+
+    labels = [f"label_{i}" for i in range(model.num_classes)]
+    classifier = TextClassifier(preprocessor, model, label_names=labels)
+    reference = classifier.predict_probabilities(texts)
+    with tempfile.TemporaryDirectory() as folder:
+        path = export_saved_model(classifier, name="model", base_dir=folder)
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(path), json.dumps(texts)],
+            cwd=folder, capture_output=True, text=True, timeout=300,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    probabilities = np.asarray(json.loads(proc.stdout.split("RESULT:")[-1]))
+    assert np.isfinite(probabilities).all()
+    np.testing.assert_allclose(probabilities, reference, atol=1e-5)

@@ -1,0 +1,1 @@
+"""Zoo presets (TOML data), shipped as keras_posattn._zoo."""
