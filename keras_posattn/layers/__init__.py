@@ -1,5 +1,6 @@
 """Keras layers of keras_posattn, one file each."""
 
+from keras_posattn.layers.conv_multi_head_self_attention import ConvMultiHeadSelfAttention
 from keras_posattn.layers.fusion_gate import FusionGate
 from keras_posattn.layers.masked_conv1d import MaskedConv1D
 from keras_posattn.layers.masked_global_pooling1d import MaskedGlobalPooling1D
@@ -9,6 +10,7 @@ from keras_posattn.layers.position_fusion import PositionFusion
 from keras_posattn.layers.token_embedding import TokenEmbedding
 
 __all__ = [
+    "ConvMultiHeadSelfAttention",
     "FusionGate",
     "MaskedConv1D",
     "MaskedGlobalPooling1D",
