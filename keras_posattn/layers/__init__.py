@@ -7,6 +7,7 @@ from keras_posattn.layers.masked_global_pooling1d import MaskedGlobalPooling1D
 from keras_posattn.layers.masked_self_attention import MaskedSelfAttention
 from keras_posattn.layers.multi_dimensional_attention import MultiDimensionalAttention
 from keras_posattn.layers.position_fusion import PositionFusion
+from keras_posattn.layers.target_attention import TargetAttention
 from keras_posattn.layers.token_embedding import TokenEmbedding
 
 __all__ = [
@@ -17,5 +18,6 @@ __all__ = [
     "MaskedSelfAttention",
     "MultiDimensionalAttention",
     "PositionFusion",
+    "TargetAttention",
     "TokenEmbedding",
 ]
