@@ -6,6 +6,7 @@ from keras_posattn.layers.masked_conv1d import MaskedConv1D
 from keras_posattn.layers.masked_global_pooling1d import MaskedGlobalPooling1D
 from keras_posattn.layers.masked_self_attention import MaskedSelfAttention
 from keras_posattn.layers.multi_dimensional_attention import MultiDimensionalAttention
+from keras_posattn.layers.position_embedding import PositionEmbedding
 from keras_posattn.layers.position_fusion import PositionFusion
 from keras_posattn.layers.target_attention import TargetAttention
 from keras_posattn.layers.token_embedding import TokenEmbedding
@@ -17,6 +18,7 @@ __all__ = [
     "MaskedGlobalPooling1D",
     "MaskedSelfAttention",
     "MultiDimensionalAttention",
+    "PositionEmbedding",
     "PositionFusion",
     "TargetAttention",
     "TokenEmbedding",
