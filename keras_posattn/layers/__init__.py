@@ -8,6 +8,7 @@ from keras_posattn.layers.masked_self_attention import MaskedSelfAttention
 from keras_posattn.layers.multi_dimensional_attention import MultiDimensionalAttention
 from keras_posattn.layers.position_embedding import PositionEmbedding
 from keras_posattn.layers.position_fusion import PositionFusion
+from keras_posattn.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from keras_posattn.layers.target_attention import TargetAttention
 from keras_posattn.layers.token_embedding import TokenEmbedding
 
@@ -20,6 +21,7 @@ __all__ = [
     "MultiDimensionalAttention",
     "PositionEmbedding",
     "PositionFusion",
+    "SinusoidalPositionEncoding",
     "TargetAttention",
     "TokenEmbedding",
 ]
