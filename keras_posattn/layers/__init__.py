@@ -1,21 +1,29 @@
 """Keras layers of keras_posattn, one file each."""
 
 from keras_posattn.layers.classification_head import ClassificationHead
+from keras_posattn.layers.conv_multi_head_self_attention import ConvMultiHeadSelfAttention
 from keras_posattn.layers.fusion_gate import FusionGate
 from keras_posattn.layers.masked_conv1d import MaskedConv1D
 from keras_posattn.layers.masked_global_pooling1d import MaskedGlobalPooling1D
 from keras_posattn.layers.masked_self_attention import MaskedSelfAttention
 from keras_posattn.layers.multi_dimensional_attention import MultiDimensionalAttention
+from keras_posattn.layers.position_embedding import PositionEmbedding
 from keras_posattn.layers.position_fusion import PositionFusion
+from keras_posattn.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
+from keras_posattn.layers.target_attention import TargetAttention
 from keras_posattn.layers.token_embedding import TokenEmbedding
 
 __all__ = [
     "ClassificationHead",
+    "ConvMultiHeadSelfAttention",
     "FusionGate",
     "MaskedConv1D",
     "MaskedGlobalPooling1D",
     "MaskedSelfAttention",
     "MultiDimensionalAttention",
+    "PositionEmbedding",
     "PositionFusion",
+    "SinusoidalPositionEncoding",
+    "TargetAttention",
     "TokenEmbedding",
 ]
