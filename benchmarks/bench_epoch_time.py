@@ -19,7 +19,6 @@ through the trainer's stages (``resolve_settings``, ``prepare_data``,
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile

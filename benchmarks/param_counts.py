@@ -9,7 +9,6 @@ bias's ``5 * d * (max_length - 1)`` extra entries.
 """
 
 import argparse
-import os
 
 from keras_posattn.cli import quiet_tensorflow  # noqa: E402
 

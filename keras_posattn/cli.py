@@ -1,7 +1,8 @@
-"""``keras-posattn``: train zoo models and list them.
+"""``keras-posattn``: train zoo models, export them for TF Serving, list them.
 
     keras-posattn train mpsan                      # embedded default task
     keras-posattn train mpsan --train T.tsv --test E.tsv --embeddings glove-6b-50d
+    keras-posattn export runs/mpsan --name mpsan   # a versioned SavedModel
     keras-posattn models ['mpsan_*']
 """
 
@@ -85,12 +86,46 @@ def _train_parser(sub):
     p.add_argument("--verbose", type=int, choices=(0, 1, 2))
 
 
+def _export_parser(sub):
+    p = sub.add_parser(
+        "export",
+        help="export a trained classifier as a versioned SavedModel for TF Serving",
+        description="Export a TextClassifier (a .keras file, or a `keras-posattn train` run "
+        "folder: its classifier.keras or checkpoints/last.keras) to <base>/<name>/<version>/ "
+        "with the serving_default, token_ids and classify signatures, TF Serving warm-up "
+        "requests, and a models.config entry.",
+    )
+    p.add_argument("source", help="a .keras file or a training run folder")
+    p.add_argument("--name", help="model name (default: the model's zoo name)")
+    p.add_argument("--version", type=int, help="version above every existing one (default: next)")
+    p.add_argument("--base", default="saved_models", help="model repository folder")
+    p.add_argument("--no-warmup", dest="warmup", action="store_false",
+                   help="do not write TF Serving warm-up requests")
+
+
+def _export(args):
+    from keras_posattn.export import export_saved_model, load_classifier
+
+    classifier = load_classifier(args.source)
+    name = args.name or classifier.model.name
+    path = export_saved_model(classifier, name=name, base_dir=args.base, version=args.version,
+                              warmup=args.warmup)
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    print(f"Exported {path} ({size / 1e6:.1f} MB): signatures serving_default (text), "
+          "token_ids, classify.")
+    print(f"TF Serving model config: {path.parent.parent / 'models.config'}")
+    print(f"Serve it: docker run -p 8501:8501 -v \"$PWD/{args.base}:/models\" tensorflow/serving "
+          f"--model_config_file=/models/models.config")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="keras-posattn", description=__doc__.split("\n")[0])
     parser.add_argument("--tf-logs", action="store_true",
                         help="show TensorFlow's own start-up and C++ log lines")
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
+    _export_parser(sub)
     models = sub.add_parser("models", help="list zoo models")
     models.add_argument("pattern", nargs="?", default="*")
     args = parser.parse_args(argv)
@@ -104,6 +139,13 @@ def main(argv=None):
         for name in zoo.list_models(args.pattern):
             print(f"{name:28s} {zoo.get_preset(name).get('description', '')}")
         return 0
+
+    if args.command == "export":
+        try:
+            return _export(args)
+        except (FileNotFoundError, FileExistsError, ValueError, TypeError) as e:
+            print(f"keras-posattn: error: {e}", file=sys.stderr)
+            return 2
 
     from keras_posattn.datasets.readers import DataFormatError
     from keras_posattn.training.trainer import TrainingError, parse_overrides, train

@@ -2,114 +2,131 @@
 
 This module is *the* export path of ``keras_posattn``: a ``TextClassifier``
 (the model family's preprocessor + the zoo model, the same strings-to-logits
-path as training and ``classifier.keras``) becomes a SavedModel with raw
-strings in and class probabilities / ids / names out. The preprocessing is in
-the graph, so the serving side needs nothing but TensorFlow (no
-``keras_posattn``, no Keras, no vocabulary file).
+path as training and ``classifier.keras``) becomes a SavedModel that stock
+``tensorflow/serving`` loads. The preprocessing is in the graph and uses core
+TensorFlow ops only, so the serving side needs nothing but TensorFlow (no
+``keras_posattn``, no Keras, no tensorflow-text, no vocabulary file).
 
-Signature contract (``serving_default``)
-----------------------------------------
-Input (exactly one, so TF Serving's REST "row" format works)::
+Signatures
+----------
+``serving_default`` (one input, so TF Serving's REST "row" format works)::
 
-    text           tf.string  [None]       raw, un-tokenized sentences
+    inputs:  text           tf.string  [None]        raw, un-tokenized texts
+    outputs: probabilities  tf.float32 [None, C]     softmax over the C classes
+             class_id       tf.int64   [None]        argmax of probabilities
+             label          tf.string  [None]        label_names[class_id]
 
-Outputs::
+``token_ids``: the same outputs from token ids, for users who tokenize
+elsewhere (``assets/vocabulary.txt`` gives the ids; 0 = padding, 1 = unknown)::
 
-    probabilities  tf.float32 [None, C]    softmax over the C classes
-    class_id       tf.int64   [None]       argmax of ``probabilities``
-    label          tf.string  [None]       ``label_names[class_id]``
+    inputs:  token_ids      tf.int32   [None, None]  (documents: [None, None, None])
 
-``C == len(classifier.label_names)``.  Texts longer than the
-preprocessor's ``max_length`` are truncated, exactly as in training.
+``classify``: TF Serving's Classify API (method ``tensorflow/serving/classify``)::
 
-Directory layout (what TF Serving expects)::
+    inputs:  inputs         tf.string  [None]        serialized tf.Example, feature "text"
+    outputs: classes        tf.string  [None, C]     the class names
+             scores         tf.float32 [None, C]     their probabilities
 
+Texts longer than the preprocessor's ``max_length`` are truncated, exactly as
+in training; empty strings, non-UTF-8 bytes and control characters give
+finite probabilities.
+
+Directory layout (a TF Serving model repository)::
+
+    <base_dir>/models.config                 one entry per exported model
     <base_dir>/<name>/<version>/saved_model.pb
                                /variables/...
-                               /assets/...
+                               /assets/labels.txt, vocabulary.txt
+                               /assets.extra/tf_serving_warmup_requests
+                               /assets.extra/keras_posattn.json
 
-``version`` is a positive integer; TF Serving serves the highest one and
-ignores non-integer directory names.
+Versions are positive integers that only grow: an export takes the next
+version after the highest present, never replaces one, and is written to a
+temporary folder renamed into place once complete. The word embedding is
+exported as one table (frozen pretrained and trained OOV rows merged).
 
-Serving it
-----------
-::
-
-    docker run -p 8501:8501 \\
-        -v $PWD/saved_models/NAME:/models/NAME -e MODEL_NAME=NAME \\
-        tensorflow/serving
-
-    curl -d '{"instances": ["a sentence"]}' \\
-        localhost:8501/v1/models/NAME:predict
-    # -> {"predictions": [{"probabilities": [...], "class_id": 2,
-    #                      "label": "pos"}]}
-
-Because ``serving_default`` has a single named input, each element of
-``instances`` is fed to ``text`` directly (the "columnar" form
-``{"inputs": {"text": ["a sentence"]}}`` works too).  Use a
-``tensorflow/serving`` image that is not older than the TensorFlow used to
-export: older servers reject ops they do not know
-("Op type not registered ...").
+Serving it: see the README ("Serving with TensorFlow Serving") for the
+``docker run ... tensorflow/serving`` command, a ``models.config`` with version
+policies, and ``curl`` examples; ``keras_posattn.serving`` answers TF Serving's
+REST bodies and protos from an export, without a server, for tests.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import numbers
 import os
 import re
 import secrets
 import shutil
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable
 
+import keras
 import numpy as np
 import tensorflow as tf
-import keras
 
 __all__ = [
-    "SERVING_SIGNATURE",
+    "CLASSIFY_SIGNATURE",
     "INPUT_KEY",
     "OUTPUT_KEYS",
+    "SERVING_SIGNATURE",
+    "TOKEN_IDS_SIGNATURE",
+    "WARMUP_BATCH_SIZES",
     "export_saved_model",
+    "load_classifier",
     "load_exported",
     "predict_exported",
+    "write_model_config",
 ]
 
 SERVING_SIGNATURE = "serving_default"
+TOKEN_IDS_SIGNATURE = "token_ids"
+CLASSIFY_SIGNATURE = "classify"
 INPUT_KEY = "text"
 OUTPUT_KEYS = ("probabilities", "class_id", "label")
+CLASSIFY_METHOD = "tensorflow/serving/classify"
+#: Batch sizes of the warm-up requests TF Serving replays when it loads a version.
+WARMUP_BATCH_SIZES = (1, 8, 64)
+WARMUP_FILE = "tf_serving_warmup_requests"
+METADATA_FILE = "keras_posattn.json"
+MODEL_CONFIG_FILE = "models.config"
 
 _VERSION_DIR_RE = re.compile(r"[0-9]+")
 _TMP_PREFIX = ".tmp-"
-_OLD_PREFIX = ".old-"
-# Used to sanity-check the pipeline before writing anything.
 _PROBE_TEXT = "keras posattn export probe"
+_WARMUP_TEXTS = (
+    "a short sentence",
+    "",
+    "an unusually long review that keeps going, and going, with commas; and more words "
+    "than most of the training texts had, to warm up the longest padding bucket too",
+)
 
 
 # --------------------------------------------------------------------------
-# Signatures.  Each builder registers one endpoint on the archive; to add a
-# signature later, write one more ``_add_<name>`` function and append it to
-# ``_ENDPOINT_BUILDERS``.  The first builder becomes ``serving_default``.
+# Signatures
 # --------------------------------------------------------------------------
 
 
-def _add_serving_default(archive, *, classifier, label_names):
-    """``serving_default``: raw strings -> probabilities, class_id, label."""
+def _outputs(logits, names):
+    # Cast first: a mixed-precision model may return float16.
+    probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
+    class_id = tf.argmax(probabilities, axis=-1, output_type=tf.int64)
+    return {
+        "probabilities": probabilities,
+        "class_id": class_id,
+        "label": tf.gather(names, class_id),
+    }
+
+
+def _add_endpoints(archive, classifier, label_names):
     names = tf.constant(list(label_names), dtype=tf.string)
+    preprocessor, model = classifier.preprocessor, classifier.model
 
-    # The input key of the written SignatureDef comes from the TensorSpec
-    # name (it wins over the Python argument name); both say "text".
+    # The input key of a written SignatureDef comes from the TensorSpec name.
     def serving_default(text):
-        logits = classifier(text, training=False)
-        # Cast first: a mixed-precision model may return float16.
-        probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
-        class_id = tf.argmax(probabilities, axis=-1, output_type=tf.int64)
-        return {
-            "probabilities": probabilities,
-            "class_id": class_id,
-            "label": tf.gather(names, class_id),
-        }
+        return _outputs(model(preprocessor(text), training=False), names)
 
     archive.add_endpoint(
         name=SERVING_SIGNATURE,
@@ -117,8 +134,30 @@ def _add_serving_default(archive, *, classifier, label_names):
         input_signature=[tf.TensorSpec(shape=[None], dtype=tf.string, name=INPUT_KEY)],
     )
 
+    def token_ids(ids):
+        return _outputs(model(tf.cast(ids, tf.int32), training=False), names)
 
-_ENDPOINT_BUILDERS = (_add_serving_default,)
+    rank = 1 + int(getattr(preprocessor, "input_rank", 1))
+    archive.add_endpoint(
+        name=TOKEN_IDS_SIGNATURE,
+        fn=token_ids,
+        input_signature=[tf.TensorSpec(shape=[None] * rank, dtype=tf.int32, name="token_ids")],
+    )
+
+    def classify(inputs):
+        features = tf.io.parse_example(
+            inputs, {INPUT_KEY: tf.io.FixedLenFeature([], tf.string, default_value="")}
+        )
+        scores = _outputs(model(preprocessor(features[INPUT_KEY]), training=False), names)
+        probabilities = scores["probabilities"]
+        classes = tf.tile(names[None, :], [tf.shape(probabilities)[0], 1])
+        return {"classes": classes, "scores": probabilities}
+
+    archive.add_endpoint(
+        name=CLASSIFY_SIGNATURE,
+        fn=classify,
+        input_signature=[tf.TensorSpec(shape=[None], dtype=tf.string, name="inputs")],
+    )
 
 
 # --------------------------------------------------------------------------
@@ -131,7 +170,8 @@ def export_saved_model(
     name: str,
     base_dir="saved_models",
     version: int | None = None,
-    overwrite: bool = False,
+    warmup: bool = True,
+    model_config: bool = True,
 ) -> Path:
     """Export a ``TextClassifier`` as ``<base_dir>/<name>/<version>/``.
 
@@ -140,27 +180,22 @@ def export_saved_model(
             zoo model, raw strings to logits); its ``label_names`` name the
             classes returned as ``label``.
         name: model name = directory under ``base_dir`` = TF Serving
-            ``MODEL_NAME``.  A single path component.
-        base_dir: root of the model repository (default ``saved_models``,
-            relative to the current directory).
-        version: positive integer version.  ``None`` -> one more than the
-            largest existing integer version directory (1 if none).
-        overwrite: replace an existing ``version`` instead of raising.
+            ``MODEL_NAME``. A single path component.
+        base_dir: root of the model repository (default ``saved_models``).
+        version: a positive integer above every existing version; None (the
+            default) takes the next one (1 for a new name).
+        warmup: write TF Serving warm-up requests (``assets.extra``), one
+            ``serving_default`` request per batch size in
+            ``WARMUP_BATCH_SIZES``.
+        model_config: add or refresh this model's entry in
+            ``<base_dir>/models.config``.
 
     Returns:
-        ``pathlib.Path`` of the version directory written
-        (``Path(base_dir) / name / str(version)``).
+        ``pathlib.Path`` of the version directory written.
 
     Raises:
-        FileExistsError: ``version`` already exists and ``overwrite`` is
-            false.
+        FileExistsError: ``version`` is not above every existing version.
         ValueError / TypeError: invalid arguments.
-
-    The SavedModel is written to ``<base_dir>/<name>/.tmp-<version>-<hex>``
-    and renamed to ``<version>`` only once complete, so a failed export
-    never leaves a partial version behind (the temporary directory is
-    removed) and TF Serving never picks up a half-written one.  See the
-    module docstring for the signature contract and serving commands.
     """
     from keras_posattn.models import TextClassifier
 
@@ -174,39 +209,101 @@ def export_saved_model(
     if version is not None:
         version = _check_version(version)
     _check_output_width(classifier, label_names)
+    served = serving_classifier(classifier)
 
     model_dir = Path(base_dir) / name
     model_dir.mkdir(parents=True, exist_ok=True)
+    latest = max(_existing_versions(model_dir), default=0)
     if version is None:
-        version = max(_existing_versions(model_dir), default=0) + 1
-    final_dir = model_dir / str(version)
-    _check_free(model_dir, version, overwrite)
+        version = latest + 1
+    _check_free(model_dir, version)
 
     archive = keras.export.ExportArchive()
-    archive.track(classifier)
-    for build_endpoint in _ENDPOINT_BUILDERS:
-        build_endpoint(archive, classifier=classifier, label_names=label_names)
+    archive.track(served)
+    _add_endpoints(archive, served, label_names)
 
     tmp_dir = _make_private_dir(model_dir, f"{_TMP_PREFIX}{version}-")
     try:
         archive.write_out(str(tmp_dir), verbose=False)
-        _commit(tmp_dir, final_dir, model_dir, version, overwrite)
+        _set_classify_method(tmp_dir)
+        _write_assets(tmp_dir, served, label_names)
+        if warmup:
+            _write_warmup_requests(tmp_dir, name)
+        _commit(tmp_dir, model_dir / str(version), model_dir, version)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
-    return final_dir
+    if model_config:
+        write_model_config(base_dir)
+    return model_dir / str(version)
 
 
-def load_exported(path):
-    """Load the ``serving_default`` concrete function of a version dir.
+def serving_classifier(classifier):
+    """The classifier as served: the same model with one embedding table.
 
-    Call it as ``fn(text=tf.constant([...]))``; it returns a dict of tensors
-    keyed by ``OUTPUT_KEYS``.  Only TensorFlow is needed.
+    A model trained with ``trainable_embeddings="oov"`` keeps its frozen
+    pretrained rows and its trained OOV rows in two full tables; serving
+    needs one. This rebuilds the model from its config with a plain table,
+    copies every other layer's weights, and loads the merged rows (the
+    model contract's ``model.embedding``). Other models are returned as they
+    are.
     """
+    from keras_posattn.models import TextClassifier
+
+    model = classifier.model
+    config = model.get_config()
+    if config.get("trainable_embeddings") != "oov":
+        return classifier
+    config["trainable_embeddings"] = "all"
+    merged = type(model).from_config(config)
+    for layer in model.layers:
+        if layer.name == model.embedding.name or not layer.weights:
+            continue
+        merged.get_layer(layer.name).set_weights(layer.get_weights())
+    merged.embedding.embeddings.assign(model.embedding.table())
+    return TextClassifier(classifier.preprocessor, merged, label_names=classifier.label_names,
+                          name=classifier.name)
+
+
+def load_classifier(path):
+    """A ``TextClassifier`` from a ``.keras`` file or a training run folder.
+
+    A folder is a ``keras-posattn train`` output: its ``classifier.keras``
+    (saved at the end) or, for an unfinished run, the per-epoch
+    ``checkpoints/last.keras``.
+    """
+    from keras_posattn.models import TextClassifier
+
+    path = Path(path)
+    if path.is_dir():
+        for candidate in (path / "classifier.keras", path / "checkpoints" / "last.keras"):
+            if candidate.is_file():
+                path = candidate
+                break
+        else:
+            raise FileNotFoundError(
+                f"{path}: no classifier.keras or checkpoints/last.keras (is it a "
+                "`keras-posattn train` output folder?)."
+            )
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file.")
+    import keras_posattn.models  # noqa: F401  (registers the classes safe_mode loads)
+
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    if not isinstance(loaded, TextClassifier):
+        raise ValueError(
+            f"{path} holds a {type(loaded).__name__}, not a TextClassifier (raw strings in); "
+            "export the run's classifier.keras or checkpoints/last.keras."
+        )
+    return loaded
+
+
+def load_exported(path, signature=SERVING_SIGNATURE):
+    """Load one signature of an exported version folder (TensorFlow only)."""
     loaded = tf.saved_model.load(str(path))
-    fn = loaded.signatures[SERVING_SIGNATURE]
+    fn = loaded.signatures[signature]
     # Keep the loaded object (owner of the variables and lookup tables) alive
-    # for as long as the function is; older TF releases could free them.
+    # for as long as the function is.
     fn._keras_posattn_loaded = loaded
     return fn
 
@@ -215,8 +312,8 @@ def predict_exported(path, texts: Iterable[str] | str) -> dict:
     """Run ``serving_default`` on ``texts`` and return numpy arrays.
 
     Returns ``{"probabilities": float32 (n, C), "class_id": int64 (n,),
-    "label": str (n,)}`` (labels decoded from UTF-8).  A single string is
-    treated as a batch of one.
+    "label": str (n,)}`` (labels decoded from UTF-8). A single string is a
+    batch of one.
     """
     if isinstance(texts, (str, bytes)):
         texts = [texts]
@@ -224,10 +321,112 @@ def predict_exported(path, texts: Iterable[str] | str) -> dict:
     fn = load_exported(path)
     outputs = fn(**{INPUT_KEY: tf.constant(texts, dtype=tf.string, shape=[len(texts)])})
     result = {key: value.numpy() for key, value in outputs.items()}
-    result["label"] = np.array(
-        [b.decode("utf-8") for b in result["label"].tolist()], dtype=str
-    )
+    result["label"] = np.array([b.decode("utf-8") for b in result["label"].tolist()], dtype=str)
     return result
+
+
+def write_model_config(base_dir, num_versions=2):
+    """Write ``<base_dir>/models.config``: a TF Serving ModelServerConfig with
+    one entry per model folder in ``base_dir`` (those holding an integer
+    version), each serving its ``num_versions`` latest versions.
+
+    Start the server with ``--model_config_file=/models/models.config``.
+    """
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    base_dir = Path(base_dir)
+    config = model_server_config_pb2.ModelServerConfig()
+    for folder in sorted(p for p in base_dir.iterdir() if p.is_dir()):
+        if not _existing_versions(folder):
+            continue
+        entry = config.model_config_list.config.add()
+        entry.name = folder.name
+        entry.base_path = f"/models/{folder.name}"
+        entry.model_platform = "tensorflow"
+        entry.model_version_policy.latest.num_versions = num_versions
+    path = base_dir / MODEL_CONFIG_FILE
+    tmp = base_dir / f".{MODEL_CONFIG_FILE}.{secrets.token_hex(4)}"
+    tmp.write_text(text_format.MessageToString(config), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+# --------------------------------------------------------------------------
+# What is written beside the graph
+# --------------------------------------------------------------------------
+
+
+def _set_classify_method(export_dir):
+    """Mark the ``classify`` signature with TF Serving's classify method name.
+
+    TF2 writes every signature as ``tensorflow/serving/predict``; TF Serving's
+    Classify API refuses a signature whose method name is not
+    ``tensorflow/serving/classify``.
+    """
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    path = Path(export_dir) / "saved_model.pb"
+    saved_model = saved_model_pb2.SavedModel()
+    saved_model.ParseFromString(path.read_bytes())
+    for meta_graph in saved_model.meta_graphs:
+        if CLASSIFY_SIGNATURE in meta_graph.signature_def:
+            meta_graph.signature_def[CLASSIFY_SIGNATURE].method_name = CLASSIFY_METHOD
+    path.write_bytes(saved_model.SerializeToString())
+
+
+def _write_assets(export_dir, classifier, label_names):
+    """Class names and vocabulary as assets; a JSON description as assets.extra."""
+    assets = Path(export_dir) / "assets"
+    assets.mkdir(exist_ok=True)
+    (assets / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
+    preprocessor = classifier.preprocessor
+    vocabulary = list(getattr(preprocessor, "vocabulary", []))
+    (assets / "vocabulary.txt").write_text("\n".join(vocabulary) + "\n", encoding="utf-8")
+    extra = Path(export_dir) / "assets.extra"
+    extra.mkdir(exist_ok=True)
+    model = classifier.model
+    metadata = {
+        "model": model.name,
+        "family": getattr(model, "family", None),
+        "label_names": list(label_names),
+        "preprocessor": type(preprocessor).__name__,
+        "max_length": getattr(preprocessor, "max_length", None),
+        "vocabulary_size": len(vocabulary),
+        "signatures": {
+            SERVING_SIGNATURE: "text (string [None]) -> probabilities, class_id, label",
+            TOKEN_IDS_SIGNATURE: "token_ids (int32, 0 = padding, 1 = unknown; assets/vocabulary.txt) "
+                                 "-> probabilities, class_id, label",
+            CLASSIFY_SIGNATURE: "inputs (serialized tf.Example, feature 'text') -> classes, scores",
+        },
+        "requires_tensorflow_text": False,
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+    }
+    (extra / METADATA_FILE).write_text(json.dumps(metadata, indent=2), encoding="utf-8")
+
+
+def _write_warmup_requests(export_dir, name):
+    """``assets.extra/tf_serving_warmup_requests``: PredictionLog TFRecords
+    that TF Serving replays before it serves a version, one request per
+    batch size of ``WARMUP_BATCH_SIZES``."""
+    from tensorflow_serving.apis import model_pb2
+    from tensorflow_serving.apis import predict_pb2
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    path = Path(export_dir) / "assets.extra" / WARMUP_FILE
+    path.parent.mkdir(exist_ok=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for batch in WARMUP_BATCH_SIZES:
+            texts = [_WARMUP_TEXTS[i % len(_WARMUP_TEXTS)] for i in range(batch)]
+            request = predict_pb2.PredictRequest(
+                model_spec=model_pb2.ModelSpec(name=name, signature_name=SERVING_SIGNATURE),
+            )
+            request.inputs[INPUT_KEY].CopyFrom(tf.make_tensor_proto(texts, dtype=tf.string))
+            log = prediction_log_pb2.PredictionLog(
+                predict_log=prediction_log_pb2.PredictLog(request=request)
+            )
+            writer.write(log.SerializeToString())
 
 
 # --------------------------------------------------------------------------
@@ -276,21 +475,21 @@ def _check_output_width(classifier, label_names):
 
 def _existing_versions(model_dir: Path):
     versions = set()
-    for entry in model_dir.iterdir():
+    for entry in Path(model_dir).iterdir():
         if _VERSION_DIR_RE.fullmatch(entry.name) and entry.is_dir():
             versions.add(int(entry.name))
     return versions
 
 
-def _check_free(model_dir, version, overwrite):
-    if version not in _existing_versions(model_dir) and not (model_dir / str(version)).exists():
-        return
-    if overwrite and (model_dir / str(version)).is_dir():
-        return
-    raise FileExistsError(
-        f"version {version} already exists in {model_dir} "
-        "(pass overwrite=True to replace it, or version=None for the next one)."
-    )
+def _check_free(model_dir, version):
+    """Versions only grow: ``version`` must be above every existing one."""
+    latest = max(_existing_versions(model_dir), default=0)
+    if version <= latest or (Path(model_dir) / str(version)).exists():
+        raise FileExistsError(
+            f"version {version} is not above the latest version {latest} in {model_dir}: "
+            "an export never replaces or precedes an existing version "
+            "(pass version=None for the next one)."
+        )
 
 
 def _make_private_dir(parent: Path, prefix: str) -> Path:
@@ -305,21 +504,11 @@ def _make_private_dir(parent: Path, prefix: str) -> Path:
             continue
 
 
-def _commit(tmp_dir, final_dir, model_dir, version, overwrite):
+def _commit(tmp_dir, final_dir, model_dir, version):
     """Move the finished export into place (atomic rename on one filesystem)."""
-    if overwrite and final_dir.exists():
-        old_dir = model_dir / f"{_OLD_PREFIX}{version}-{secrets.token_hex(4)}"
-        os.rename(final_dir, old_dir)
-        try:
-            os.rename(tmp_dir, final_dir)
-        except BaseException:
-            os.rename(old_dir, final_dir)
-            raise
-        shutil.rmtree(old_dir, ignore_errors=True)
-        return
     # Re-check just before renaming: another exporter may have taken the
-    # version meanwhile (rename onto an *empty* directory would succeed).
-    _check_free(model_dir, version, overwrite=False)
+    # version meanwhile (a rename onto an *empty* directory would succeed).
+    _check_free(model_dir, version)
     try:
         os.rename(tmp_dir, final_dir)
     except OSError as err:

@@ -21,3 +21,20 @@ def dtype_policy(request):
         yield name
     finally:
         keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def tiny_classifier():
+    """A small TextClassifier with fixed, well-separated weights."""
+    from serving_fixtures import make_classifier
+
+    return make_classifier()
+
+
+@pytest.fixture(scope="session")
+def tiny_export(tiny_classifier, tmp_path_factory):
+    """``tiny_classifier`` exported as <tmp>/tiny/1."""
+    from keras_posattn import export
+
+    return export.export_saved_model(tiny_classifier, "tiny",
+                                     base_dir=tmp_path_factory.mktemp("repo"))

@@ -23,10 +23,11 @@ SMALL = [
 
 _CHILD = r"""
 import json, sys
+sys.modules["keras_posattn"] = None  # keras_posattn is not importable here
 import tensorflow as tf
 fn = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
 out = fn(text=tf.constant(json.loads(sys.argv[2])))
-assert "keras_posattn" not in sys.modules
+assert sys.modules["keras_posattn"] is None
 print("RESULT:" + json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
                              "label": [b.decode() for b in out["label"].numpy()]}))
 """
@@ -230,3 +231,22 @@ def test_output_starts_with_the_programs_own_lines(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stderr == ""
     assert proc.stdout.splitlines()[0].startswith("mpsan_table2_model0")
+
+
+def test_export_command_from_a_run_folder(demo_run, tmp_path, capsys):
+    """`keras-posattn export <run folder>` exports classifier.keras as the next
+    version with the three signatures, and refuses a version that exists."""
+    base = tmp_path / "repo"
+    assert cli.main(["export", str(demo_run / "run"), "--name", "demo", "--base", str(base)]) == 0
+    assert cli.main(["export", str(demo_run / "run" / "checkpoints" / "last.keras"),
+                     "--name", "demo", "--base", str(base)]) == 0
+    out = capsys.readouterr().out
+    assert "demo/1" in out and "demo/2" in out and "models.config" in out
+    assert sorted(os.listdir(base / "demo")) == ["1", "2"]
+    loaded = tf.saved_model.load(str(base / "demo" / "2"))
+    assert set(loaded.signatures) == {"serving_default", "token_ids", "classify"}
+    assert cli.main(["export", str(demo_run / "run"), "--name", "demo", "--base", str(base),
+                     "--version", "1"]) == 2
+    assert "never replaces" in capsys.readouterr().err
+    assert cli.main(["export", str(tmp_path / "nothing_here")]) == 2
+    assert "no such file" in capsys.readouterr().err

@@ -1,8 +1,8 @@
-"""Tests for keras_posattn.export (TF Serving SavedModel export)."""
+"""Tests for keras_posattn.export: layout, versions, assets, the merged embedding
+table, core ops only. The serving contract itself is in test_serving.py."""
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,47 +20,20 @@ from keras_posattn import zoo  # noqa: E402
 from keras_posattn.models import TextClassifier  # noqa: E402
 from keras_posattn.preprocessing import TextPreprocessor  # noqa: E402
 
-SEQ_LEN = 8
-LABELS = ["negative", "neutral", "positive"]
-SENTENCES = [
-    "the movie was great",
-    "the plot was bad",
-    "the acting was ok",
-    "a great cast and a bad script",
-    "boring but the music was fine",
-]
-# "" -> all padding; the long text has more than SEQ_LEN tokens (truncated);
-# the third is all out-of-vocabulary; the last needs standardization.
-TEXTS = [
-    "the movie was great",
-    "",
-    "the plot was bad and the acting was bad and the music was bad too " * 3,
-    "zzz qqq unknownword",
-    "The PLOT, the acting... GREAT!",
-]
-
-
-def _make_classifier(labels=LABELS):
-    pre = TextPreprocessor.from_texts(SENTENCES, max_length=SEQ_LEN)
-    keras.utils.set_random_seed(1)
-    model = zoo.build("mpsan_table5_no_attention", num_classes=len(LABELS),
-                      vocabulary_size=pre.vocabulary_size, embedding_dim=8, max_length=SEQ_LEN)
-    # Large weights so the classes are well separated (no argmax ties).
-    rng = np.random.default_rng(2)
-    for w in model.trainable_weights:
-        w.assign(rng.normal(0.0, 1.0, size=tuple(w.shape)).astype("float32"))
-    return TextClassifier(pre, model, label_names=labels)
+from serving_fixtures import LABELS  # noqa: E402
+from serving_fixtures import SENTENCES  # noqa: E402
+from serving_fixtures import SEQ_LEN  # noqa: E402
+from serving_fixtures import TEXTS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    return _make_classifier()
+def tiny(tiny_classifier):
+    return tiny_classifier
 
 
 @pytest.fixture(scope="module")
-def exported(tiny, tmp_path_factory):
-    base = tmp_path_factory.mktemp("repo")
-    return export.export_saved_model(tiny, "tiny", base_dir=base)
+def exported(tiny_export):
+    return tiny_export
 
 
 def _keras_reference(classifier, texts):
@@ -74,7 +47,7 @@ def _listing(directory):
 # ---------------------------------------------------------------- layout ---
 
 
-def test_layout_versions_and_overwrite(tiny, exported, tmp_path):
+def test_layout_and_versions_only_grow(tiny, exported, tmp_path):
     # The module fixture exported version 1.
     assert exported.name == "1"
     assert (exported / "saved_model.pb").is_file()
@@ -84,21 +57,19 @@ def test_layout_versions_and_overwrite(tiny, exported, tmp_path):
     base = tmp_path / "models"
     p1 = export.export_saved_model(tiny, "clf", base_dir=base)
     assert p1 == base / "clf" / "1"
-    assert (base / "clf" / "1" / "saved_model.pb").is_file()
-
     p2 = export.export_saved_model(tiny, "clf", base_dir=base)
     assert p2 == base / "clf" / "2"
-    assert (p2 / "saved_model.pb").is_file()
-
-    with pytest.raises(FileExistsError):
-        export.export_saved_model(tiny, "clf", base_dir=base, version=1)
-    assert _listing(base / "clf") == ["1", "2"]
-
     before = (p1 / "saved_model.pb").stat().st_mtime_ns
-    p1b = export.export_saved_model(tiny, "clf", base_dir=base, version=1, overwrite=True)
-    assert p1b == p1 and (p1 / "saved_model.pb").is_file()
-    assert (p1 / "saved_model.pb").stat().st_mtime_ns >= before
-    assert _listing(base / "clf") == ["1", "2"]
+
+    # An export never replaces or precedes an existing version.
+    for version in (1, 2):
+        with pytest.raises(FileExistsError, match="never replaces"):
+            export.export_saved_model(tiny, "clf", base_dir=base, version=version)
+    assert (p1 / "saved_model.pb").stat().st_mtime_ns == before
+    assert export.export_saved_model(tiny, "clf", base_dir=base, version=5).name == "5"
+    with pytest.raises(FileExistsError):
+        export.export_saved_model(tiny, "clf", base_dir=base, version=4)
+    assert _listing(base / "clf") == ["1", "2", "5"]
 
     # Non-integer entries are ignored when picking the next version.
     (base / "clf" / "7").mkdir()
@@ -107,6 +78,77 @@ def test_layout_versions_and_overwrite(tiny, exported, tmp_path):
     p8 = export.export_saved_model(tiny, "clf", base_dir=base)
     assert p8.name == "8" and (p8 / "saved_model.pb").is_file()
     assert not [n for n in _listing(base / "clf") if n.startswith(".")]
+
+
+def test_assets_metadata_warmup_and_model_config(exported):
+    assets = exported / "assets"
+    assert (assets / "labels.txt").read_text().split("\n")[:3] == LABELS
+    vocabulary = (assets / "vocabulary.txt").read_text(encoding="utf-8").split("\n")
+    assert vocabulary[:2] == ["", "[UNK]"] and "movie" in vocabulary
+    metadata = json.loads((exported / "assets.extra" / "keras_posattn.json").read_text())
+    assert metadata["label_names"] == LABELS
+    assert metadata["requires_tensorflow_text"] is False
+    assert set(metadata["signatures"]) == {"serving_default", "token_ids", "classify"}
+    assert (exported / "assets.extra" / "tf_serving_warmup_requests").stat().st_size > 0
+
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    config = model_server_config_pb2.ModelServerConfig()
+    text_format.Parse((exported.parent.parent / "models.config").read_text(), config)
+    (entry,) = config.model_config_list.config
+    assert (entry.name, entry.base_path, entry.model_platform) == ("tiny", "/models/tiny", "tensorflow")
+    assert entry.model_version_policy.latest.num_versions == 2
+
+
+def test_one_embedding_table_at_export(tmp_path):
+    """Frozen pretrained rows and trained OOV rows leave as one table."""
+    pre = TextPreprocessor.from_texts(SENTENCES, max_length=SEQ_LEN)
+    model = zoo.build("mpsan_table5_no_attention", num_classes=len(LABELS),
+                      vocabulary_size=pre.vocabulary_size, embedding_dim=8, max_length=SEQ_LEN)
+    rng = np.random.default_rng(0)
+    model.embedding.set_pretrained(rng.normal(size=(pre.vocabulary_size, 8)),
+                                   pretrained_rows=np.arange(pre.vocabulary_size) % 2 == 0)
+    model.embedding.embeddings.assign(rng.normal(size=(pre.vocabulary_size, 8)))  # "trained" rows
+    classifier = TextClassifier(pre, model, label_names=LABELS)
+    served = export.serving_classifier(classifier)
+    assert served.model.trainable_embeddings == "all"
+    assert len(served.model.embedding.weights) == 1
+    np.testing.assert_allclose(served.predict_probabilities(TEXTS),
+                               classifier.predict_probabilities(TEXTS), atol=1e-6)
+    path = export.export_saved_model(classifier, "oov", base_dir=tmp_path)
+    loaded = tf.saved_model.load(str(path))
+    tables = [v for v in loaded.variables if tuple(v.shape) == (pre.vocabulary_size, 8)]
+    assert len(tables) == 1
+    np.testing.assert_allclose(export.predict_exported(path, TEXTS)["probabilities"],
+                               classifier.predict_probabilities(TEXTS), atol=1e-5)
+
+
+def test_export_uses_core_tensorflow_ops_only(exported, tmp_path):
+    """Stock tensorflow/serving loads the export: every op of every function is
+    a core TensorFlow op (checked in a process that imports no tensorflow_text)."""
+    code = r"""
+import sys
+from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow.python.framework import op_def_registry
+import tensorflow as tf
+sm = saved_model_pb2.SavedModel()
+sm.ParseFromString(open(sys.argv[1] + "/saved_model.pb", "rb").read())
+ops = set()
+for mg in sm.meta_graphs:
+    ops |= {n.op for n in mg.graph_def.node}
+    for f in mg.graph_def.library.function:
+        ops |= {n.op for n in f.node_def}
+functions = {f.signature.name for mg in sm.meta_graphs for f in mg.graph_def.library.function}
+unknown = sorted(o for o in ops if o not in functions and op_def_registry.get(o) is None)
+assert "tensorflow_text" not in sys.modules
+print("UNKNOWN:" + ",".join(unknown))
+"""
+    proc = subprocess.run([sys.executable, "-c", code, str(exported)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith("UNKNOWN:"), proc.stdout
 
 
 def test_failed_export_leaves_no_version_and_no_temp_dir(tiny, tmp_path, monkeypatch):
@@ -129,7 +171,7 @@ def test_failed_export_leaves_no_version_and_no_temp_dir(tiny, tmp_path, monkeyp
     with pytest.raises(RuntimeError, match="simulated"):
         export.export_saved_model(tiny, "clf", base_dir=base)
     with pytest.raises(RuntimeError, match="simulated"):
-        export.export_saved_model(tiny, "clf", base_dir=base, version=1, overwrite=True)
+        export.export_saved_model(tiny, "clf", base_dir=base, version=3)
 
     assert len(seen) == 2
     assert all(p.parent == base / "clf" and p.name.startswith(".tmp-") for p in seen)
@@ -151,58 +193,6 @@ def test_invalid_arguments_write_nothing(tiny, tmp_path):
     assert not base.exists()
 
 
-# ------------------------------------------------- fresh-process serving ---
-
-_CHILD = r"""
-import json, sys
-import tensorflow as tf
-
-path, texts = sys.argv[1], json.loads(sys.argv[2])
-fn = tf.saved_model.load(path).signatures["serving_default"]
-out = fn(text=tf.constant(texts, dtype=tf.string))
-assert "keras_posattn" not in sys.modules, "child must not import keras_posattn"
-print("RESULT:" + json.dumps({
-    "inputs": sorted(fn.structured_input_signature[1]),
-    "outputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in fn.structured_outputs.items()},
-    "probabilities": out["probabilities"].numpy().tolist(),
-    "class_id": out["class_id"].numpy().tolist(),
-    "label": [b.decode("utf-8") for b in out["label"].numpy().tolist()],
-}))
-"""
-
-
-def test_fresh_process_matches_keras(tiny, exported, tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(exported), json.dumps(TEXTS)],
-        cwd=tmp_path,  # keep the repo off the child's sys.path[0]
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT:")][-1]
-    got = json.loads(line[len("RESULT:") :])
-
-    assert got["inputs"] == ["text"]
-    assert got["outputs"] == {
-        "probabilities": ["float32", [None, len(LABELS)]],
-        "class_id": ["int64", [None]],
-        "label": ["string", [None]],
-    }
-
-    probs = np.asarray(got["probabilities"], dtype=np.float32)
-    class_id = np.asarray(got["class_id"])
-    ref = _keras_reference(tiny, TEXTS)
-    assert probs.shape == ref.shape == (len(TEXTS), len(LABELS))
-    # "" is all padding: the zoo's masked pooling gives zeros, never NaN.
-    assert np.isfinite(probs).all()
-    np.testing.assert_allclose(probs, ref, rtol=0, atol=1e-5)
-    np.testing.assert_array_equal(class_id, ref.argmax(axis=-1))
-    assert ((class_id >= 0) & (class_id < len(LABELS))).all()
-    assert got["label"] == [LABELS[i] for i in class_id]
-
-
 def test_predict_exported_in_process(tiny, exported):
     out = export.predict_exported(exported, TEXTS[:1] + TEXTS[2:])
     assert set(out) == set(export.OUTPUT_KEYS)
@@ -212,35 +202,3 @@ def test_predict_exported_in_process(tiny, exported):
     assert list(out["label"]) == [LABELS[i] for i in out["class_id"]]
     single = export.predict_exported(exported, "the movie was great")
     assert single["probabilities"].shape == (1, len(LABELS))
-
-
-# --------------------------------------------------------- saved_model_cli ---
-
-
-def _saved_model_cli():
-    exe = Path(sys.executable).parent / "saved_model_cli"
-    if exe.exists():
-        return [str(exe)]
-    return [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
-
-
-def test_saved_model_cli_shows_signature(exported):
-    proc = subprocess.run(
-        _saved_model_cli() + ["show", "--dir", str(exported), "--all"],
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = proc.stdout
-    for needle in ("serving_default", "text", "probabilities", "class_id", "label", "DT_STRING"):
-        assert needle in out
-    # Exactly one input named `text` (so REST {"instances": [...]} maps onto
-    # it) and exactly the three outputs, in the serving_default SignatureDef.
-    block = out.split("signature_def['serving_default']:", 1)[1].split("signature_def[", 1)[0]
-    block = block.split("Concrete Functions:", 1)[0]
-    assert re.findall(r"inputs\['([^']+)'\]", block) == ["text"]
-    assert sorted(re.findall(r"outputs\['([^']+)'\]", block)) == sorted(export.OUTPUT_KEYS)
-    text_info = block.split("inputs['text']", 1)[1].split("outputs[", 1)[0]
-    assert "DT_STRING" in text_info and "(-1)" in text_info

@@ -1,7 +1,6 @@
 """MPSAN end to end: the shared model checks, a whole-model NumPy reference of
 the paper's forward pass, parameter counts, the released code's conventions."""
 
-import os
 import re
 
 import keras
@@ -12,7 +11,6 @@ from layer_checks import to_numpy
 from model_checks import run_model_test
 
 from keras_posattn import zoo
-from keras_posattn.models import MPSAN
 
 NUM_CLASSES = 5
 VOCAB = 40

@@ -120,6 +120,15 @@ class TokenEmbedding(keras.layers.Layer):
             self.frozen_embeddings.assign(matrix)
             self.row_is_trainable.assign(trainable.astype("float32")[:, None])
 
+    def table(self):
+        """The (vocabulary_size, output_dim) matrix the layer looks rows up in:
+        with ``trainable_rows="oov"``, the trained OOV rows merged with the
+        frozen pretrained ones (what an export needs, as one table)."""
+        if self.trainable_rows == "oov":
+            gate = self.row_is_trainable
+            return gate * self.embeddings + (1.0 - gate) * self.frozen_embeddings
+        return ops.convert_to_tensor(self.embeddings)
+
     def call(self, inputs):
         ids = ops.cast(inputs, "int32")
         if self.trainable_rows == "oov":

@@ -235,6 +235,24 @@ def build_model(settings, data, overrides=None, compile=True):
 # --- stage 3: fit ---------------------------------------------------------------
 
 
+class ClassifierCheckpoint(keras.callbacks.Callback):
+    """Save the model with its preprocessor and class names (a
+    ``TextClassifier``: raw strings in) after every epoch, so an unfinished
+    run can be exported (``keras-posattn export <run folder>``)."""
+
+    def __init__(self, preprocessor, label_names, path):
+        super().__init__()
+        self.preprocessor = preprocessor
+        self.label_names = list(label_names)
+        self.path = Path(path)
+
+    def on_epoch_end(self, epoch, logs=None):
+        from keras_posattn.models import TextClassifier
+
+        TextClassifier(self.preprocessor, self.model, label_names=self.label_names,
+                       name=f"{self.model.name}_text").save(self.path)
+
+
 def prepare_output_dir(output_dir, resume=False, overwrite=False):
     """Create the run folder; refuse to clobber an interrupted run."""
     output_dir = Path(output_dir)
@@ -285,7 +303,7 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     all_callbacks = [
         keras.callbacks.BackupAndRestore(str(output_dir / "backup"), save_freq="epoch"),
         keras.callbacks.TensorBoard(log_dir=str(log_dir)),
-        keras.callbacks.ModelCheckpoint(str(output_dir / "checkpoints" / "last.keras")),
+        ClassifierCheckpoint(pre, splits.label_names, output_dir / "checkpoints" / "last.keras"),
         AttentionImages(str(log_dir), model.attention_maps, sample_inputs,
                         [pre.display_tokens(row) for row in sample_inputs]),
         *(callbacks or []),
