@@ -172,6 +172,7 @@ def export_saved_model(
     version: int | None = None,
     warmup: bool = True,
     model_config: bool = True,
+    merge_embedding: bool = True,
 ) -> Path:
     """Export a ``TextClassifier`` as ``<base_dir>/<name>/<version>/``.
 
@@ -189,6 +190,9 @@ def export_saved_model(
             ``WARMUP_BATCH_SIZES``.
         model_config: add or refresh this model's entry in
             ``<base_dir>/models.config``.
+        merge_embedding: export frozen pretrained and trained OOV rows as
+            one table (see ``serving_classifier``); False keeps the two
+            tables of training (larger, for comparisons).
 
     Returns:
         ``pathlib.Path`` of the version directory written.
@@ -209,7 +213,7 @@ def export_saved_model(
     if version is not None:
         version = _check_version(version)
     _check_output_width(classifier, label_names)
-    served = serving_classifier(classifier)
+    served = serving_classifier(classifier) if merge_embedding else classifier
 
     model_dir = Path(base_dir) / name
     model_dir.mkdir(parents=True, exist_ok=True)
@@ -219,7 +223,11 @@ def export_saved_model(
     _check_free(model_dir, version)
 
     archive = keras.export.ExportArchive()
-    archive.track(served)
+    # Track the preprocessor (its lookup table) but not the model: tracking a
+    # model saves every weight twice (Keras 3.15 keeps the Keras variables it
+    # tracks and the tf.Variables the endpoints use as separate checkpoint
+    # entries); add_endpoint() already keeps the variables the signatures use.
+    archive.track(served.preprocessor)
     _add_endpoints(archive, served, label_names)
 
     tmp_dir = _make_private_dir(model_dir, f"{_TMP_PREFIX}{version}-")
