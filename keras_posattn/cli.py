@@ -36,17 +36,33 @@ def quiet_tensorflow():
     absl::InitializeLog()...", "Could not find cuda drivers", "failed call to
     cuInit") on a machine without a GPU, some before its own log level can
     apply. The command's output should start with the program's own lines:
-    the log level is raised to errors-off and stderr is silenced while
-    TensorFlow loads and first touches its devices. ``--tf-logs`` (or
+    the log level is raised to errors-off (which also hides the CUDA probe
+    when devices are first used) and stderr is silenced while TensorFlow
+    loads. Devices are not touched here, so a ``tf.distribute`` strategy can
+    still be created at program start. ``--tf-logs`` (or
     ``KERAS_POSATTN_TF_LOGS=1``) keeps TensorFlow's logs.
     """
     if os.environ.get(TF_LOGS_VARIABLE):
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with _stderr_silenced():
-        import tensorflow as tf
+        import tensorflow  # noqa: F401
 
-        tf.config.list_logical_devices()
+
+def _add_data_arguments(p):
+    """The data options `train` and `tune` share."""
+    p.add_argument("--train", dest="train_path", help="labelled training file (.tsv, .csv, .jsonl)")
+    p.add_argument("--test", dest="test_path", help="labelled test file")
+    p.add_argument("--dev", dest="dev_path", help="labelled validation file (default: 10%% of train)")
+    p.add_argument("--embeddings", help="'glove-6b-50d' (default with --train), a GloVe/"
+                   "word2vec text file, or 'none' for random initialisation")
+    p.add_argument("--max-length", type=int, help="tokens kept per text")
+    p.add_argument("--max-tokens", type=int, help="vocabulary size cap")
+    p.add_argument("--standardize", default="lower_and_strip_punctuation",
+                   choices=("lower_and_strip_punctuation", "lower", "strip_punctuation", "none"),
+                   help="text standardisation before splitting on whitespace")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--demo-size", type=int, help="training examples of the embedded task")
 
 
 def _train_parser(sub):
@@ -57,20 +73,11 @@ def _train_parser(sub):
         "write TensorBoard logs and checkpoints, and export a SavedModel.",
     )
     p.add_argument("model", help="zoo model name (see `keras-posattn models`)")
-    p.add_argument("--train", dest="train_path", help="labelled training file (.tsv, .csv, .jsonl)")
-    p.add_argument("--test", dest="test_path", help="labelled test file")
-    p.add_argument("--dev", dest="dev_path", help="labelled validation file (default: 10%% of train)")
-    p.add_argument("--embeddings", help="'glove-6b-50d' (default with --train), a GloVe/"
-                   "word2vec text file, or 'none' for random initialisation")
+    _add_data_arguments(p)
     p.add_argument("--epochs", type=int)
     p.add_argument("--batch-size", type=int)
     p.add_argument("--learning-rate", type=float)
     p.add_argument("--optimizer", help="adam, adadelta, adamw, sgd, rmsprop")
-    p.add_argument("--max-length", type=int, help="tokens kept per text")
-    p.add_argument("--max-tokens", type=int, help="vocabulary size cap")
-    p.add_argument("--standardize", default="lower_and_strip_punctuation",
-                   choices=("lower_and_strip_punctuation", "lower", "strip_punctuation", "none"),
-                   help="text standardisation before splitting on whitespace")
     p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
                    help="override a model argument, e.g. --set dropout=0.1 "
                    "--set 'branch_masks=[\"bw\",\"fw\"]' (repeatable)")
@@ -79,11 +86,40 @@ def _train_parser(sub):
     p.add_argument("--no-export", dest="export", action="store_false")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")
     p.add_argument("--overwrite", action="store_true", help="discard an interrupted run")
-    p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--demo-size", type=int, help="training examples of the embedded task")
     p.add_argument("--sample", dest="sample_text", help="sentence to predict after export")
     p.add_argument("--dtype-policy", help="e.g. mixed_bfloat16")
+    p.add_argument("--strategy", choices=("default", "mirrored", "multi_worker"),
+                   help="tf.distribute strategy; multi_worker reads the cluster from TF_CONFIG")
     p.add_argument("--verbose", type=int, choices=(0, 1, 2))
+
+
+def _tune_parser(sub):
+    p = sub.add_parser(
+        "tune",
+        help="search a zoo model's hyperparameters with KerasTuner (embedded task by default)",
+        description="Search the model family's space (tuning/<family>.py: the paper's values "
+        "as defaults) with KerasTuner, log every trial to TensorBoard's HParams dashboard, print "
+        "the best trials, and optionally train and export the best configuration. An "
+        "interrupted search resumes. For a distributed search, run the same command on every "
+        "machine with KERASTUNER_TUNER_ID (chief / tuner0 / tuner1...), KERASTUNER_ORACLE_IP "
+        "and KERASTUNER_ORACLE_PORT set.",
+    )
+    p.add_argument("model", help="zoo model name the search starts from")
+    _add_data_arguments(p)
+    p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
+                   help="fix a model argument outside the search space (repeatable)")
+    p.add_argument("--tuner", default="random", choices=("random", "bayesian", "hyperband"))
+    p.add_argument("--max-trials", type=int, default=5)
+    p.add_argument("--epochs", type=int, default=3, help="epochs per trial (hyperband: max)")
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--directory", default="tuning_runs", help="where searches are kept")
+    p.add_argument("--project", help="search name (default: the model name)")
+    p.add_argument("--overwrite", action="store_true", help="start the search over")
+    p.add_argument("--train-best", action="store_true",
+                   help="train the best configuration (the recipe's epochs) and export it")
+    p.add_argument("--best-epochs", type=int, help="epochs of --train-best (default: the recipe's)")
+    p.add_argument("--export-dir", default="saved_models", help="SavedModel base folder")
+    p.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2))
 
 
 def _export_parser(sub):
@@ -125,6 +161,7 @@ def main(argv=None):
                         help="show TensorFlow's own start-up and C++ log lines")
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
+    _tune_parser(sub)
     _export_parser(sub)
     models = sub.add_parser("models", help="list zoo models")
     models.add_argument("pattern", nargs="?", default="*")
@@ -149,6 +186,20 @@ def main(argv=None):
 
     from keras_posattn.datasets.readers import DataFormatError
     from keras_posattn.training.trainer import TrainingError, parse_overrides, train
+
+    if args.command == "tune":
+        from keras_posattn.tuning import tune
+
+        kwargs = vars(args).copy()
+        for key in ("command", "tf_logs"):
+            kwargs.pop(key)
+        try:
+            kwargs["overrides"] = parse_overrides(kwargs.pop("overrides"))
+            tune(kwargs.pop("model"), **kwargs)
+        except (TrainingError, DataFormatError, FileNotFoundError, ImportError, ValueError) as e:
+            print(f"keras-posattn: error: {e}", file=sys.stderr)
+            return 2
+        return 0
 
     kwargs = vars(args).copy()
     kwargs.pop("command")

@@ -128,6 +128,49 @@ class ZooModel(keras.Model):
         """Attention weights worth drawing, by name; none by default."""
         return {}
 
+    def train_step(self, data):
+        return self._multi_worker_logs(super().train_step(data))
+
+    def test_step(self, data):
+        return self._multi_worker_logs(super().test_step(data))
+
+    def _multi_worker_logs(self, logs):
+        # Keras 3.15 averages each replica's logs over workers with
+        # strategy.reduce("MEAN", value, axis=0), which rejects the scalar
+        # losses and metrics a step returns ("Invalid reduction dimension 0 for
+        # input with 0 dimensions"). One-element vectors reduce to the same
+        # scalars.
+        import tensorflow as tf
+
+        strategy = tf.distribute.get_strategy()
+        if not (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+                and strategy.extended._in_multi_worker_mode()):
+            return logs
+        return {k: tf.reshape(v, [1]) if getattr(v, "shape", None) == () else v
+                for k, v in logs.items()}
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras 3.15 builds a distributed model from the first batch averaged
+        # with strategy.reduce("MEAN", (x, y)), which fails under
+        # MultiWorkerMirroredStrategy ("Attempt to convert a value (PerReplica)
+        # to a Tensor": that reduce takes one value, not a tuple). Shapes are all
+        # the build needs: take this worker's first replica's batch instead.
+        import tensorflow as tf
+        from keras import tree
+
+        strategy = getattr(self, "_distribute_strategy", None)
+        if iterator is None or strategy is None:
+            return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+        for _, _, it in iterator:
+            batch = next(it)
+            data_batch = tree.map_structure(
+                lambda x: strategy.experimental_local_results(x)[0]
+                if isinstance(x, tf.distribute.DistributedValues) else x,
+                batch,
+            )
+            break
+        return super()._maybe_symbolic_build(data_batch=data_batch)
+
     @classmethod
     def constructor_arguments(cls):
         params = inspect.signature(cls.__init__).parameters

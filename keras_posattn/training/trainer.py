@@ -270,11 +270,14 @@ def prepare_output_dir(output_dir, resume=False, overwrite=False):
     return output_dir
 
 
-def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None, resume=False):
+def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None, resume=False,
+        num_workers=1):
     """Train with TensorBoard logs, attention images and per-epoch checkpoints.
 
     The vocabulary and class names are written to ``output_dir``; on
-    ``resume`` the vocabulary must match the interrupted run's.
+    ``resume`` the vocabulary must match the interrupted run's. With
+    ``num_workers > 1`` (a multi-worker strategy) every worker runs the same
+    number of steps over its shard (``distribute.shard_steps``).
     """
     from keras_posattn.training.attention_images import AttentionImages
 
@@ -310,6 +313,12 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     ]
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
+    steps = {}
+    if num_workers > 1:
+        from keras_posattn.training.distribute import shard_steps
+
+        train_ds, steps["steps_per_epoch"] = shard_steps(train_ds, num_workers)
+        dev_ds, steps["validation_steps"] = shard_steps(dev_ds, num_workers)
     return model.fit(
         train_ds,
         validation_data=dev_ds,
@@ -317,6 +326,7 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
         callbacks=all_callbacks,
         verbose=verbose,
         shuffle=False,  # the dataset shuffles itself, seeded
+        **steps,
     )
 
 
@@ -324,7 +334,7 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
 
 
 def finish(settings, model, data, history, output_dir, export=True, export_dir="saved_models",
-           sample_text=None, seed=1234):
+           sample_text=None, seed=1234, num_workers=1):
     """Evaluate beside the baseline, save ``classifier.keras``, export, reload."""
     from keras_posattn.baselines import bag_of_words_baseline
     from keras_posattn.models import TextClassifier
@@ -333,7 +343,12 @@ def finish(settings, model, data, history, output_dir, export=True, export_dir="
     splits, pre = data.splits, data.preprocessor
     test_ds = pre.dataset(splits.test.texts, splits.test.labels, int(settings.recipe.batch_size),
                           buckets=settings.recipe.buckets)
-    _, test_accuracy = model.evaluate(test_ds, verbose=0)
+    steps = {}
+    if num_workers > 1:
+        from keras_posattn.training.distribute import shard_steps
+
+        test_ds, steps["steps"] = shard_steps(test_ds, num_workers)
+    _, test_accuracy = model.evaluate(test_ds, verbose=0, **steps)
     baseline = bag_of_words_baseline(
         splits.train.texts, splits.train.labels, splits.test.texts, splits.test.labels,
         seed=seed, tokenizer=pre.tokenize,
@@ -404,6 +419,8 @@ def train(model_name, dtype_policy=None, **kwargs):
         verbose: Keras fit verbosity (default: progress bar on a terminal,
             one line per epoch otherwise).
         callbacks: extra Keras callbacks for ``fit``.
+        strategy: ``"mirrored"`` (this machine's devices) or ``"multi_worker"``
+            (the cluster in ``TF_CONFIG``); see ``keras_posattn.training.distribute``.
     """
     previous = keras.mixed_precision.global_policy()
     if dtype_policy:
@@ -420,13 +437,26 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
            max_tokens=None, standardize="lower_and_strip_punctuation", overrides=None,
            output_dir=None, export_dir="saved_models", export=True, resume=False,
            overwrite=False, seed=1234, demo_size=None, sample_text=None, verbose=None,
-           callbacks=None):
+           callbacks=None, strategy=None):
+    from keras_posattn.training import distribute
+
     started = time.time()
+    # A tf.distribute strategy must exist before TensorFlow runs an operation.
+    strategy = distribute.make_strategy(strategy)
+    num_workers = distribute.task()[2] if isinstance(
+        strategy, tf.distribute.MultiWorkerMirroredStrategy) else 1
     settings = resolve_settings(
         model_name, demo=train_path is None, overrides=overrides, epochs=epochs,
         batch_size=batch_size, learning_rate=learning_rate, optimizer=optimizer,
     )
-    output_dir = prepare_output_dir(output_dir or Path("runs") / model_name, resume, overwrite)
+    output_dir = Path(output_dir or Path("runs") / model_name)
+    if num_workers > 1:
+        # One batch shape for every worker, and no XLA across the collectives.
+        settings.recipe = settings.recipe.replace(buckets=False, jit_compile=False)
+        if not distribute.is_chief():
+            output_dir = output_dir.with_name(f"{output_dir.name}.worker{distribute.task()[1]}")
+            export = False
+    output_dir = prepare_output_dir(output_dir, resume, overwrite)
     keras.utils.set_random_seed(seed)
 
     data = prepare_data(
@@ -434,7 +464,13 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
         max_length=max_length, max_tokens=max_tokens, standardize=standardize,
         seed=seed, demo_size=demo_size,
     )
-    model = build_model(settings, data)
+    if strategy is not None:
+        with strategy.scope():
+            model = build_model(settings, data)
+        _log(f"Strategy: {type(strategy).__name__}, {strategy.num_replicas_in_sync} replicas, "
+             f"{num_workers} worker(s).")
+    else:
+        model = build_model(settings, data)
     recipe = settings.recipe
     _log(
         f"Model: {model_name} ({settings.preset.get('description', '')})\n"
@@ -443,9 +479,10 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
                     if v is not None and k != "embeddings")
     )
     history = fit(model, data, recipe, output_dir, seed=seed, callbacks=callbacks,
-                  verbose=verbose, resume=resume)
+                  verbose=verbose, resume=resume, num_workers=num_workers)
     result = finish(settings, model, data, history, output_dir, export=export,
-                    export_dir=export_dir, sample_text=sample_text, seed=seed)
+                    export_dir=export_dir, sample_text=sample_text, seed=seed,
+                    num_workers=num_workers)
 
     summary = dataclasses.asdict(result)
     summary.update(

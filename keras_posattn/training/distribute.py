@@ -1,0 +1,77 @@
+"""Training on several devices or machines with ``tf.distribute``.
+
+``make_strategy("multi_worker")`` is a ``MultiWorkerMirroredStrategy`` whose
+cluster comes from the ``TF_CONFIG`` environment variable, e.g. on the first
+of two machines::
+
+    TF_CONFIG='{"cluster": {"worker": ["host1:12345", "host2:12345"]},
+                "task": {"type": "worker", "index": 0}}' \\
+        keras-posattn train mpsan --strategy multi_worker ...
+
+and ``"index": 1`` on the second. ``"mirrored"`` is a ``MirroredStrategy`` over
+this machine's devices. A strategy must be made before TensorFlow runs its
+first operation, so the trainer makes it first.
+
+Under a multi-worker strategy every worker trains on its shard of each batch
+stream with the same number of steps (uneven shards would leave one worker
+waiting for the others at the end of an epoch), batches are padded to the
+preprocessor's ``max_length`` (one shape), and XLA is off. The chief (worker 0
+when the cluster has no "chief" task) writes the run folder and exports;
+the other workers write to ``<output>.worker<index>`` beside it and do not
+export.
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+STRATEGIES = ("default", "mirrored", "multi_worker")
+
+
+def make_strategy(name):
+    """A ``tf.distribute`` strategy, or None for ``"default"`` / None."""
+    if name in (None, "default"):
+        return None
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multi_worker":
+        if not os.environ.get("TF_CONFIG"):
+            raise ValueError(
+                "--strategy multi_worker reads the cluster from TF_CONFIG, which is not set "
+                '(e.g. TF_CONFIG=\'{"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
+                '"task": {"type": "worker", "index": 0}}\').'
+            )
+        options = tf.distribute.experimental.CommunicationOptions(
+            implementation=tf.distribute.experimental.CommunicationImplementation.RING)
+        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    raise ValueError(f"Unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}.")
+
+
+def task():
+    """``(type, index, number of workers)`` from ``TF_CONFIG`` (a single
+    machine: ``("worker", 0, 1)``)."""
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    cluster = config.get("cluster", {})
+    task_ = config.get("task", {})
+    workers = len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+    return task_.get("type", "worker"), int(task_.get("index", 0)), max(1, workers)
+
+
+def is_chief():
+    """Whether this process writes the run's outputs."""
+    kind, index, _ = task()
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    if "chief" in config.get("cluster", {}):
+        return kind == "chief"
+    return kind == "worker" and index == 0
+
+
+def shard_steps(dataset, num_workers):
+    """``(repeated dataset, steps)`` so every worker runs the same number of
+    steps over its shard of ``dataset``'s batches."""
+    batches = int(dataset.cardinality().numpy())
+    steps = max(1, batches // num_workers)
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return dataset.repeat().with_options(options), steps

@@ -1,0 +1,181 @@
+"""KerasTuner searches: the spaces, the CLI, resumption, TensorBoard's HParams
+dashboard (read back from the event files and from a running TensorBoard), and
+KerasTuner's chief/worker mode across processes."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import keras_tuner
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_posattn import cli
+from keras_posattn import tuning
+from keras_posattn import zoo
+
+SMALL = ["--demo-size", "300", "--epochs", "1", "--set", "embedding_dim=16", "--verbose", "0"]
+
+
+def _events(directory):
+    """tag -> number of values, over every event file below ``directory``."""
+    tags = {}
+    for path in Path(directory).rglob("*tfevents*"):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                tags[value.tag] = tags.get(value.tag, 0) + 1
+    return tags
+
+
+def _trial_dirs(project):
+    return sorted(p.name for p in Path(project).glob("trial_*"))
+
+
+def test_mpsan_space_defaults_are_the_paper_model(capsys):
+    """With every hyperparameter at its default, the search builds the paper's
+    MPSAN (the preset's masks, dropout and learning rate)."""
+    from keras_posattn._tuning.mpsan import expand
+    from keras_posattn.training import trainer
+
+    assert expand("fa,fa,bw+sd,fw+sd", 2, 3) == ["fa2", "fa3", "bw+sd", "fw+sd"]
+    assert expand("fa+sd,fa+sd,bw+sd,fw+sd", 1, 4) == ["fa1+sd", "fa4+sd", "bw+sd", "fw+sd"]
+    assert expand("bw,fw", None, None) == ["bw", "fw"]
+    settings = trainer.resolve_settings("mpsan", demo=True, overrides={"embedding_dim": 8})
+    data = trainer.prepare_data(settings, demo_size=100)
+    hypermodel = tuning.hypermodel_for("mpsan", data, settings=settings)
+    assert type(hypermodel).__name__ == "HyperMPSAN"
+    hp = keras_tuner.HyperParameters()
+    model = hypermodel.build(hp)
+    preset = zoo.get_preset("mpsan")
+    assert model.branch_masks == preset["config"]["branch_masks"]
+    assert model.dropout == settings.config["dropout"]
+    assert float(model.optimizer.learning_rate) == pytest.approx(settings.recipe.learning_rate)
+    names = {h.name for h in hp.space}
+    assert {"mask_set", "faraway_near", "faraway_gap", "learning_rate", "dropout"} <= names
+    # A trial's values come back as model arguments.
+    hp.values.update(mask_set="fa,fa,bw,fw", faraway_near=3, faraway_gap=2, dropout=0.2)
+    overrides, recipe = tuning.overrides_of(hypermodel, hp)
+    assert overrides == {"dropout": 0.2, "branch_masks": ["fa3", "fa5", "bw", "fw"]}
+
+
+@pytest.fixture(scope="module")
+def search(tmp_path_factory):
+    root = tmp_path_factory.mktemp("search")
+    code = cli.main(["tune", "mpsan", "--max-trials", "2", "--directory", str(root), *SMALL])
+    assert code == 0
+    return root / "mpsan"
+
+
+def test_tune_cli_runs_a_short_search_and_logs_every_trial(search, capsys):
+    assert len(_trial_dirs(search)) == 2
+    logs = search / "logs"
+    root_tags = _events(logs)
+    assert root_tags.get("_hparams_/experiment") == 1  # the HParams experiment
+    trials = sorted(p for p in logs.iterdir() if p.is_dir())
+    assert len(trials) == 2
+    for trial in trials:
+        tags = _events(trial)
+        assert {"_hparams_/session_start_info", "_hparams_/session_end_info"} <= set(tags)
+        assert {"epoch_loss", "epoch_accuracy", "epoch_learning_rate"} <= set(tags)
+        assert any(t.startswith("attention/") for t in tags), sorted(tags)
+        assert any(t.startswith("pooling/") for t in tags)
+
+
+def test_an_interrupted_search_resumes(search):
+    before = {p: (p / "trial.json").stat().st_mtime_ns for p in search.glob("trial_*")}
+    code = cli.main(["tune", "mpsan", "--max-trials", "3", "--directory", str(search.parent),
+                     *SMALL])
+    assert code == 0
+    assert len(_trial_dirs(search)) == 3  # one more trial, the two others kept
+    for path, mtime in before.items():
+        assert json.loads((path / "trial.json").read_text())["status"] == "COMPLETED"
+
+
+def test_tensorboard_serves_the_runs_and_the_hparams_dashboard(search):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = Path(sys.executable).parent / "tensorboard"
+    proc = subprocess.Popen([str(exe), "--logdir", str(search / "logs"), "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        runs = None
+        for _ in range(120):
+            try:
+                runs = json.loads(urllib.request.urlopen(base + "/data/runs", timeout=5).read())
+                if runs:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        assert runs and any("train" in r for r in runs), runs
+        request = urllib.request.Request(base + "/data/plugin/hparams/experiment",
+                                         data=b"{}", method="POST",
+                                         headers={"Content-Type": "application/json"})
+        experiment = json.loads(urllib.request.urlopen(request, timeout=30).read())
+        names = {h["name"] for h in experiment["hparamInfos"]}
+        assert {"learning_rate", "dropout", "mask_set"} <= names
+        metrics = {(m["name"]["group"], m["name"]["tag"]) for m in experiment["metricInfos"]}
+        assert ("validation", "epoch_accuracy") in metrics
+        body = json.dumps({"startIndex": 0, "sliceSize": 10,
+                           "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS",
+                                               "STATUS_FAILURE", "STATUS_RUNNING"]}).encode()
+        request = urllib.request.Request(base + "/data/plugin/hparams/session_groups",
+                                         data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        groups = json.loads(urllib.request.urlopen(request, timeout=30).read())
+        assert groups["totalSize"] >= 2
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_distributed_search_chief_and_two_workers(tmp_path):
+    """KerasTuner's own chief/worker mode: a chief process serves the oracle on
+    127.0.0.1, two worker processes take trials from it, the search completes."""
+    port = _free_port()
+    command = [sys.executable, "-m", "keras_posattn.cli", "tune", "mpsan", "--max-trials", "3",
+               "--directory", str(tmp_path), "--demo-size", "200", "--epochs", "1",
+               "--set", "embedding_dim=8", "--verbose", "1"]
+    base_env = dict(os.environ, KERASTUNER_ORACLE_IP="127.0.0.1",
+                    KERASTUNER_ORACLE_PORT=str(port))
+    processes = {}
+    for role in ("chief", "tuner0", "tuner1"):
+        processes[role] = subprocess.Popen(
+            command, env=dict(base_env, KERASTUNER_TUNER_ID=role), cwd=tmp_path,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if role == "chief":
+            time.sleep(2)  # let the oracle server start listening
+    outputs = {}
+    try:
+        for role, proc in processes.items():
+            outputs[role], _ = proc.communicate(timeout=600)
+            assert proc.returncode == 0, (role, outputs[role][-3000:])
+    finally:
+        for proc in processes.values():
+            if proc.poll() is None:
+                proc.kill()
+    trials = [json.loads(p.read_text()) for p in (tmp_path / "mpsan").glob("trial_*/trial.json")]
+    assert len(trials) == 3 and all(t["status"] == "COMPLETED" for t in trials)
+    # The trials were shared out: both workers ran some, the chief served the
+    # oracle and ran none, and together they ran each trial once.
+    runs = {role: outputs[role].count(f"Trial on {role}:") for role in outputs}
+    assert runs["chief"] == 0 and runs["tuner0"] >= 1 and runs["tuner1"] >= 1, runs
+    assert runs["tuner0"] + runs["tuner1"] == 3
+    for role in ("tuner0", "tuner1"):
+        assert "Worker done" in outputs[role]
+    assert "Best trials" in outputs["chief"]

@@ -1,0 +1,9 @@
+"""KerasTuner search spaces, one file per model family (shipped as keras_posattn._tuning).
+
+Each file defines a ``keras_posattn.tuning.ZooHyperModel`` subclass registered
+with ``@register_search("<family>")``; its ``space(hp)`` declares the family's
+hyperparameters with the paper's values as defaults and returns model
+arguments. Read them, edit them: ``keras-posattn tune <model>`` uses them.
+"""
+
+from keras_posattn._tuning import mpsan  # noqa: F401
