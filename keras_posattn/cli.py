@@ -188,25 +188,15 @@ def main(argv=None):
     from keras_posattn.training.trainer import TrainingError, parse_overrides, train
 
     if args.command == "tune":
-        from keras_posattn.tuning import tune
-
-        kwargs = vars(args).copy()
-        for key in ("command", "tf_logs"):
-            kwargs.pop(key)
-        try:
-            kwargs["overrides"] = parse_overrides(kwargs.pop("overrides"))
-            tune(kwargs.pop("model"), **kwargs)
-        except (TrainingError, DataFormatError, FileNotFoundError, ImportError, ValueError) as e:
-            print(f"keras-posattn: error: {e}", file=sys.stderr)
-            return 2
-        return 0
-
+        from keras_posattn.tuning import tune as run
+    else:
+        run = train
     kwargs = vars(args).copy()
-    kwargs.pop("command")
-    kwargs.pop("tf_logs")
+    for key in ("command", "tf_logs"):
+        kwargs.pop(key)
     try:
         kwargs["overrides"] = parse_overrides(kwargs.pop("overrides"))
-        train(kwargs.pop("model"), **kwargs)
+        run(kwargs.pop("model"), **kwargs)
     except (TrainingError, DataFormatError, FileNotFoundError, ImportError, ValueError) as e:
         print(f"keras-posattn: error: {e}", file=sys.stderr)
         return 2

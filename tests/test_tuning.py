@@ -12,7 +12,6 @@ import urllib.request
 from pathlib import Path
 
 import keras_tuner
-import numpy as np
 import pytest
 import tensorflow as tf
 
