@@ -88,6 +88,8 @@ def _train_parser(sub):
     p.add_argument("--overwrite", action="store_true", help="discard an interrupted run")
     p.add_argument("--sample", dest="sample_text", help="sentence to predict after export")
     p.add_argument("--dtype-policy", help="e.g. mixed_bfloat16")
+    p.add_argument("--projector", action="store_true",
+                   help="write the trained word embedding for TensorBoard's projector")
     p.add_argument("--strategy", choices=("default", "mirrored", "multi_worker"),
                    help="tf.distribute strategy; multi_worker reads the cluster from TF_CONFIG")
     p.add_argument("--verbose", type=int, choices=(0, 1, 2))

@@ -148,7 +148,8 @@ class ZooHyperModel(keras_tuner.HyperModel):
         callbacks = list(kwargs.pop("callbacks", None) or [])
         for callback in list(callbacks):
             if isinstance(callback, keras.callbacks.TensorBoard):
-                callbacks.append(attention_images(model, self.data, callback.log_dir))
+                images = attention_images(model, self.data, callback.log_dir)
+                callbacks += [images, ModelGraph(callback.log_dir, images.token_ids)]
         kwargs.setdefault("shuffle", False)
         return model.fit(*args, callbacks=callbacks, **kwargs)
 

@@ -33,13 +33,17 @@ print("RESULT:" + json.dumps({"probabilities": out["probabilities"].numpy().toli
 """
 
 
-def _event_tags(directory):
+def _event_tags(directory, graphs=None):
+    """Tags of every event file below ``directory``; ``graphs`` (a list)
+    collects the op graphs written."""
     tags = set()
     for root, _, files in os.walk(directory):
         for name in files:
             if "tfevents" in name:
                 for event in tf.compat.v1.train.summary_iterator(os.path.join(root, name)):
                     tags.update(v.tag for v in event.summary.value)
+                    if event.graph_def and graphs is not None:
+                        graphs.append(event.graph_def)
     return tags
 
 
@@ -73,8 +77,10 @@ def test_demo_run_writes_everything(demo_run):
     assert result["sample_prediction"]["label"] in synthetic.LABEL_NAMES
     assert (run / "checkpoints" / "last.keras").exists()
     assert not (run / "backup").exists()  # removed once the run completed
-    tags = _event_tags(run / "logs")
-    assert {"epoch_loss", "epoch_accuracy"} <= tags
+    graphs = []
+    tags = _event_tags(run / "logs", graphs)
+    assert {"epoch_loss", "epoch_accuracy", "epoch_learning_rate"} <= tags
+    assert "keras" in tags and len(graphs) == 1  # conceptual and op graphs
     for branch in ("fa2", "fa3", "bw_sd", "fw_sd"):
         assert f"attention/{branch}/example_0" in tags
     assert "pooling/pooling/example_0" in tags
@@ -250,3 +256,17 @@ def test_export_command_from_a_run_folder(demo_run, tmp_path, capsys):
     assert "never replaces" in capsys.readouterr().err
     assert cli.main(["export", str(tmp_path / "nothing_here")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_projector_writes_the_embedding_with_its_words(tmp_path):
+    code = cli.main(["train", "mpsan", "--demo-size", "200", "--epochs", "1", "--projector",
+                     "--no-export", "--output-dir", str(tmp_path / "run"), *SMALL])
+    assert code == 0
+    projector = tmp_path / "run" / "logs" / "projector"
+    words = (projector / "metadata.tsv").read_text(encoding="utf-8").split("\n")[:-1]
+    vocabulary = (tmp_path / "run" / "vocabulary.txt").read_text(encoding="utf-8").split("\n")
+    assert words[0] == "<pad>" and words[1:] == vocabulary[1:]
+    reader = tf.train.load_checkpoint(str(projector / "embedding.ckpt-1"))
+    assert reader.get_variable_to_shape_map()["embedding/.ATTRIBUTES/VARIABLE_VALUE"] == [
+        len(vocabulary), 16]
+    assert "metadata.tsv" in (projector / "projector_config.pbtxt").read_text()

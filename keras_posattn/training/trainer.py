@@ -271,15 +271,18 @@ def prepare_output_dir(output_dir, resume=False, overwrite=False):
 
 
 def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None, resume=False,
-        num_workers=1):
+        num_workers=1, projector=False):
     """Train with TensorBoard logs, attention images and per-epoch checkpoints.
 
     The vocabulary and class names are written to ``output_dir``; on
     ``resume`` the vocabulary must match the interrupted run's. With
     ``num_workers > 1`` (a multi-worker strategy) every worker runs the same
-    number of steps over its shard (``distribute.shard_steps``).
+    number of steps over its shard (``distribute.shard_steps``). With
+    ``projector``, the trained word embedding is written for TensorBoard's
+    projector (``logs/projector``).
     """
     from keras_posattn.training.attention_images import AttentionImages
+    from keras_posattn.training.tensorboard import ModelGraph
 
     output_dir = Path(output_dir)
     pre, splits = data.preprocessor, data.splits
@@ -309,6 +312,7 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
         ClassifierCheckpoint(pre, splits.label_names, output_dir / "checkpoints" / "last.keras"),
         AttentionImages(str(log_dir), model.attention_maps, sample_inputs,
                         [pre.display_tokens(row) for row in sample_inputs]),
+        ModelGraph(log_dir, sample_inputs),
         *(callbacks or []),
     ]
     if verbose is None:
@@ -319,7 +323,7 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
 
         train_ds, steps["steps_per_epoch"] = shard_steps(train_ds, num_workers)
         dev_ds, steps["validation_steps"] = shard_steps(dev_ds, num_workers)
-    return model.fit(
+    history = model.fit(
         train_ds,
         validation_data=dev_ds,
         epochs=int(recipe.epochs),
@@ -328,6 +332,11 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
         shuffle=False,  # the dataset shuffles itself, seeded
         **steps,
     )
+    if projector:
+        from keras_posattn.training.tensorboard import write_projector
+
+        write_projector(log_dir / "projector", model, pre.vocabulary)
+    return history
 
 
 # --- stage 4: finish ------------------------------------------------------------
@@ -419,6 +428,7 @@ def train(model_name, dtype_policy=None, **kwargs):
         verbose: Keras fit verbosity (default: progress bar on a terminal,
             one line per epoch otherwise).
         callbacks: extra Keras callbacks for ``fit``.
+        projector: write the trained word embedding for TensorBoard's projector.
         strategy: ``"mirrored"`` (this machine's devices) or ``"multi_worker"``
             (the cluster in ``TF_CONFIG``); see ``keras_posattn.training.distribute``.
     """
@@ -437,7 +447,7 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
            max_tokens=None, standardize="lower_and_strip_punctuation", overrides=None,
            output_dir=None, export_dir="saved_models", export=True, resume=False,
            overwrite=False, seed=1234, demo_size=None, sample_text=None, verbose=None,
-           callbacks=None, strategy=None):
+           callbacks=None, strategy=None, projector=False):
     from keras_posattn.training import distribute
 
     started = time.time()
@@ -479,7 +489,7 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
                     if v is not None and k != "embeddings")
     )
     history = fit(model, data, recipe, output_dir, seed=seed, callbacks=callbacks,
-                  verbose=verbose, resume=resume, num_workers=num_workers)
+                  verbose=verbose, resume=resume, num_workers=num_workers, projector=projector)
     result = finish(settings, model, data, history, output_dir, export=export,
                     export_dir=export_dir, sample_text=sample_text, seed=seed,
                     num_workers=num_workers)
