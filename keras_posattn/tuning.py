@@ -136,7 +136,8 @@ class ZooHyperModel(keras_tuner.HyperModel):
 
     def fit(self, hp, model, *args, **kwargs):
         """Fit on the data's own datasets unless others are given; add the
-        attention images to the trial's TensorBoard folder."""
+        attention images and the model graph to the trial's TensorBoard folder."""
+        from keras_posattn.training.tensorboard import ModelGraph
 
         if not args and "x" not in kwargs:
             train, dev = self.datasets()
