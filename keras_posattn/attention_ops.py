@@ -10,6 +10,8 @@ Two rules are enforced here once, so no layer has to remember them:
 2. Padding keys are always blocked; padding queries get zero rows.
 """
 
+import warnings
+
 from keras import ops
 
 # Finite fill for blocked logits. The softmax runs in float32, where this is
@@ -38,7 +40,11 @@ def masked_softmax(logits, allowed=None, axis=-1):
     # the float copy kept for the backward pass.
     allowed = ops.cast(allowed, "bool")
     filled = ops.where(allowed, logits, _FLOAT32_FILL)
-    weights = ops.softmax(filled, axis=axis)
+    with warnings.catch_warnings():
+        # A softmax over one key is legitimate here (a one-word text, the top
+        # of a pyramid); Keras warns about it at every trace.
+        warnings.filterwarnings("ignore", message="You are using a softmax over axis")
+        weights = ops.softmax(filled, axis=axis)
     # A fully blocked row was softmax-ed to uniform: multiply it back to zero.
     return weights * ops.cast(allowed, "float32")
 

@@ -178,3 +178,34 @@ def test_distributed_search_chief_and_two_workers(tmp_path):
     for role in ("tuner0", "tuner1"):
         assert "Worker done" in outputs[role]
     assert "Best trials" in outputs["chief"]
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("cspan", {"num_queries": 16, "num_layers": 1, "query_fusion": "concat"}),
+    ("epn", {"num_blocks": 7, "region_sizes": [3, 4, 5], "region_filters": [30, 30, 40]}),
+])
+def test_cspan_and_epn_spaces_default_to_the_paper(name, expected):
+    from keras_posattn.training import trainer
+
+    settings = trainer.resolve_settings(name, demo=False)
+    hypermodel = tuning.searches()[name].__new__(tuning.searches()[name])
+    hypermodel.settings, hypermodel._defaults = settings, tuning._defaults(settings)
+    hp = keras_tuner.HyperParameters()
+    assert hypermodel.space(hp) == expected
+    names = {h.name for h in hp.space}
+    assert ("num_queries" in names) == (name == "cspan")
+    if name == "cspan":
+        (queries,) = [h for h in hp.space if h.name == "num_queries"]
+        assert (queries.min_value, queries.max_value, queries.sampling) == (1, 128, "log")
+    else:
+        (blocks,) = [h for h in hp.space if h.name == "num_blocks"]
+        assert (blocks.min_value, blocks.max_value) == (1, 7)
+
+
+def test_tune_cspan_quick_search(tmp_path):
+    """The newcomer's first try: `keras-posattn tune cspan --max-trials 2 --epochs 1`."""
+    code = cli.main(["tune", "cspan", "--max-trials", "2", "--directory", str(tmp_path), *SMALL])
+    assert code == 0
+    trials = [json.loads(p.read_text()) for p in (tmp_path / "cspan").glob("trial_*/trial.json")]
+    assert len(trials) == 2 and all(t["status"] == "COMPLETED" for t in trials)
+    assert all("num_queries" in t["hyperparameters"]["values"] for t in trials)

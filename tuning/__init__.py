@@ -6,4 +6,6 @@ hyperparameters with the paper's values as defaults and returns model
 arguments. Read them, edit them: ``keras-posattn tune <model>`` uses them.
 """
 
+from keras_posattn._tuning import cspan  # noqa: F401
+from keras_posattn._tuning import epn  # noqa: F401
 from keras_posattn._tuning import mpsan  # noqa: F401

@@ -5,7 +5,11 @@ joins a family's preprocessor and model into one strings-to-logits model.
 """
 
 from keras_posattn.models.base import ZooModel
+from keras_posattn.models.cspan import CSPAN
+from keras_posattn.models.dpcnn import DPCNN
+from keras_posattn.models.epn import EPN
 from keras_posattn.models.mpsan import MPSAN
+from keras_posattn.models.shallow_cnn import ShallowCNN
 from keras_posattn.models.text_classifier import TextClassifier
 
-__all__ = ["MPSAN", "TextClassifier", "ZooModel"]
+__all__ = ["CSPAN", "DPCNN", "EPN", "MPSAN", "ShallowCNN", "TextClassifier", "ZooModel"]

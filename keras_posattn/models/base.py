@@ -8,9 +8,10 @@ A zoo model is a functional ``keras.Model`` subclass (one file per paper in
   class logits (batch, num_classes), float32 under any dtype policy;
 - accepts the contract's constructor arguments, with the same meaning in
   every family: ``vocabulary_size``, ``num_classes``, ``max_length``,
-  ``dropout``, ``embedding_dim``, ``trainable_embeddings``, ``embedding_l2``
-  (defaults: 20,000 words, 5 classes as on SST-5; ``max_length`` and the
-  rest from the family's paper);
+  ``dropout``, ``embedding_dim``, ``trainable_embeddings``, ``embedding_l2``,
+  ``embedding_initializer`` (defaults: 20,000 words, 5 classes as on SST-5,
+  a U(-0.05, 0.05) table until pretrained vectors load; ``max_length`` and
+  the rest from the family's paper);
 - has its word embedding at ``model.embedding`` (a ``TokenEmbedding`` named
   ``"token_embedding"``, made with ``make_embedding``) and ends with one
   ``ClassificationHead`` named ``"head"`` (``model.head``);
@@ -48,6 +49,7 @@ CONTRACT_ARGUMENTS = (
     "embedding_dim",
     "trainable_embeddings",
     "embedding_l2",
+    "embedding_initializer",
 )
 
 
@@ -55,8 +57,7 @@ class ZooModel(keras.Model):
     """Base class of the zoo's models (see the module docstring).
 
     Subclasses build their layers, call ``super().__init__(inputs=...,
-    outputs=..., **kwargs)`` and then store their constructor arguments as
-    attributes.
+    outputs=..., **kwargs)`` and then ``self.store_arguments(locals())``.
     """
 
     #: The preprocessor class between raw strings and this model's inputs.
@@ -86,16 +87,20 @@ class ZooModel(keras.Model):
             raise ValueError(f"embedding_l2 must be >= 0, got {embedding_l2}.")
 
     @staticmethod
-    def make_embedding(vocabulary_size, embedding_dim, trainable_embeddings, embedding_l2=0.0):
+    def make_embedding(vocabulary_size, embedding_dim, trainable_embeddings, embedding_l2=0.0,
+                       embedding_initializer=None):
         """The word embedding of the contract, named ``"token_embedding"``.
 
         ``embedding_l2`` is a Keras L2 factor on the trainable table
-        (``l * sum(w ** 2)``).
+        (``l * sum(w ** 2)``); ``embedding_initializer`` initialises the table
+        (None: U(-0.05, 0.05), the papers' OOV initialisation); loading
+        pretrained vectors (``set_pretrained``) replaces every row.
         """
         return TokenEmbedding(
             vocabulary_size,
             embedding_dim,
             trainable_rows=trainable_embeddings,
+            embeddings_initializer=embedding_initializer,
             embeddings_regularizer=keras.regularizers.L2(embedding_l2) if embedding_l2 else None,
             name="token_embedding",
         )
@@ -170,6 +175,13 @@ class ZooModel(keras.Model):
             )
             break
         return super()._maybe_symbolic_build(data_batch=data_batch)
+
+    def store_arguments(self, arguments):
+        """Keep every constructor argument as an attribute of the same name
+        (call with ``locals()`` after ``super().__init__``): ``get_config``
+        reads them back."""
+        for name in self.constructor_arguments():
+            setattr(self, name, arguments[name])
 
     @classmethod
     def constructor_arguments(cls):

@@ -108,6 +108,8 @@ class MPSAN(ZooModel):
         trainable_embeddings: ``"oov"`` (pretrained rows frozen, the code),
             ``"all"`` or ``"none"`` (see ``TokenEmbedding``).
         embedding_l2: Keras L2 factor on the trainable embedding table.
+        embedding_initializer: the table's initializer before pretrained
+            vectors load (None: U(-0.05, 0.05)).
         hidden_dim: d_h; None (default) means ``embedding_dim``, which the
             Tokens-Position-Weight fusion needs (``w`` is a fused source).
         branch_masks: one positional mask per attention branch, as mask
@@ -151,6 +153,7 @@ class MPSAN(ZooModel):
         embedding_dim=300,
         trainable_embeddings="oov",
         embedding_l2=0.0,
+        embedding_initializer=None,
         hidden_dim=None,
         branch_masks=("fa2", "fa3", "bw+sd", "fw+sd"),
         faraway_rule="paper",
@@ -208,7 +211,8 @@ class MPSAN(ZooModel):
 
         # === Layers ===
         embedding = self.make_embedding(vocabulary_size, embedding_dim,
-                                        trainable_embeddings, embedding_l2)
+                                        trainable_embeddings, embedding_l2,
+                                        embedding_initializer)
         embedding_dropout = keras.layers.Dropout(
             0.0 if released else dropout, name="embedding_dropout"
         )
@@ -284,32 +288,11 @@ class MPSAN(ZooModel):
 
         # === Config ===
         self._layers_by_role = layers
-        self.vocabulary_size = vocabulary_size
-        self.num_classes = num_classes
-        self.max_length = max_length
-        self.dropout = dropout
-        self.embedding_dim = embedding_dim
-        self.trainable_embeddings = trainable_embeddings
-        self.embedding_l2 = embedding_l2
-        self.hidden_dim = hidden_dim
-        self.branch_masks = [
+        branch_masks = [
             m if isinstance(m, str) else keras.saving.serialize_keras_object(m)
             for m in branch_masks
         ]
-        self.faraway_rule = faraway_rule
-        self.branch_activation = branch_activation
-        self.compatibility = compatibility
-        self.compatibility_activation = compatibility_activation
-        self.scale = scale
-        self.fusion = fusion
-        self.fusion_bias = fusion_bias
-        self.pooling = pooling
-        self.pooling_activation = pooling_activation
-        self.head_units = head_units
-        self.head_activation = head_activation
-        self.logits_bias = logits_bias
-        self.l2 = l2
-        self.dropout_placement = dropout_placement
+        self.store_arguments(locals())
 
     @property
     def branch_names(self):

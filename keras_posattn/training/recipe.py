@@ -33,6 +33,9 @@ class Recipe:
             in at the end of training; None for none.
         weight_decay: decoupled weight decay (AdamW / SGD), None for none.
         clipnorm: gradient norm clipping, None for none.
+        lr_decay_epochs: epochs (0-based, as PyTorch's MultiStepLR milestones)
+            at which the learning rate is multiplied by ``lr_decay_factor``.
+        lr_decay_factor: the factor of each step (e.g. 0.1: divided by 10).
         buckets: batch texts of similar length and pad each batch to one of a
             few lengths (see ``TextPreprocessor.dataset``); False pads every
             batch to the preprocessor's ``max_length``.
@@ -48,6 +51,8 @@ class Recipe:
     ema: float = None
     weight_decay: float = None
     clipnorm: float = None
+    lr_decay_epochs: list = None
+    lr_decay_factor: float = 0.1
     buckets: bool = True
     jit_compile: object = "auto"
 
@@ -78,6 +83,18 @@ class Recipe:
         if self.clipnorm:
             kwargs["clipnorm"] = float(self.clipnorm)
         return OPTIMIZERS[self.optimizer](**kwargs)
+
+    def schedule_callback(self):
+        """The learning-rate steps as a Keras callback (None without steps)."""
+        if not self.lr_decay_epochs:
+            return None
+        milestones = sorted(int(e) for e in self.lr_decay_epochs)
+        base, factor = float(self.learning_rate), float(self.lr_decay_factor)
+
+        def schedule(epoch, lr=None):
+            return base * factor ** sum(epoch >= m for m in milestones)
+
+        return keras.callbacks.LearningRateScheduler(schedule)
 
     def as_dict(self):
         return dataclasses.asdict(self)

@@ -313,6 +313,7 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
         AttentionImages(str(log_dir), model.attention_maps, sample_inputs,
                         [pre.display_tokens(row) for row in sample_inputs]),
         ModelGraph(log_dir, sample_inputs),
+        *([recipe.schedule_callback()] if recipe.lr_decay_epochs else []),
         *(callbacks or []),
     ]
     if verbose is None:

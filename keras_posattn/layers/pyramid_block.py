@@ -1,0 +1,146 @@
+import keras
+
+from keras_posattn.attention_ops import zero_padding
+from keras_posattn.layers.masked_max_pooling1d import MaskedMaxPooling1D
+from keras_posattn.layers.multi_head_self_attention import MultiHeadSelfAttention
+from keras_posattn.layers.residual_conv_block import ResidualConvBlock
+from keras_posattn.layers.weight_options import WeightOptions
+
+
+@keras.saving.register_keras_serializable(package="keras_posattn")
+class PyramidBlock(WeightOptions, keras.layers.Layer):
+    """EPN's pyramid block: pool the length by half, then Bi-LSTM, self-attention, convolutions.
+
+    Extensive Pyramid Network, section 2.3 and Figure 1:
+
+    1. max pooling, size 2 (``MaskedMaxPooling1D``): the length **and the
+       padding mask** halve, so padded positions never reach a real one at any
+       level of the pyramid;
+    2. a Bi-LSTM, ``lstm_units`` per direction, concatenated (paper: 50 + 50),
+       which skips padded steps in both directions;
+    3. multi-head self-attention (``MultiHeadSelfAttention``; paper: d = 100,
+       10 heads) over the real positions;
+    4. the convolutional block ``x + f(x)``, ``f`` two pre-activation
+       convolutions (ReLU, kernel 3, ``units`` maps) (``ResidualConvBlock``).
+
+    The paper puts no shortcut or normalisation around the attention; the x of
+    ``x + f(x)`` is the attention's output. ``units`` must equal
+    ``2 * lstm_units`` (the Bi-LSTM's width, which the attention keeps).
+
+    A text shorter than the pyramid is deep keeps at least one position: a
+    window holding one real token pools to it, so lengths go 5, 3, 2, 1, 1...
+    and the remaining blocks work on that single position.
+
+    Args:
+        units: width of the attention and the convolutions (paper: 100).
+        lstm_units: Bi-LSTM units per direction (paper: 50).
+        num_heads: attention heads (paper: 10).
+        kernel_size: convolution window (paper: 3).
+        pool_size: the pooling window and stride (paper: 2).
+        dropout: dropout rate on the attention weights.
+        kernel_initializer, bias_initializer, kernel_regularizer: for the
+            attention projections and the convolutions.
+
+    Call arguments:
+        inputs: float tensor (batch, n, d).
+        mask: Keras padding mask (batch, n).
+        return_attention_scores: also return the attention weights
+            (batch, heads, ceil(n / 2), ceil(n / 2)).
+
+    Returns:
+        (batch, ceil(n / 2), units); its Keras mask is the halved mask.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_posattn.layers import PyramidBlock
+    >>> block = PyramidBlock(units=8, lstm_units=4, num_heads=2)
+    >>> block(np.random.rand(2, 7, 8).astype("float32")).shape
+    (2, 4, 8)
+    """
+
+    def __init__(
+        self,
+        units=100,
+        lstm_units=50,
+        num_heads=10,
+        kernel_size=3,
+        pool_size=2,
+        dropout=0.0,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self._init_weight_options(kernel_initializer, bias_initializer, kernel_regularizer)
+        self.units = int(units)
+        self.lstm_units = int(lstm_units)
+        if self.units != 2 * self.lstm_units:
+            raise ValueError(
+                f"units ({self.units}) must be twice lstm_units ({self.lstm_units}): the "
+                "attention and the convolutions keep the Bi-LSTM's width."
+            )
+        self.num_heads = int(num_heads)
+        self.kernel_size = int(kernel_size)
+        self.pool_size = int(pool_size)
+        self.dropout = float(dropout)
+        self.supports_masking = True
+        self.pool = MaskedMaxPooling1D(self.pool_size, name="pool", dtype=self.dtype_policy)
+        self.recurrent = keras.layers.Bidirectional(
+            keras.layers.LSTM(self.lstm_units, return_sequences=True, dtype=self.dtype_policy),
+            name="bilstm", dtype=self.dtype_policy,
+        )
+        self.attention = MultiHeadSelfAttention(
+            self.num_heads, units=self.units, dropout=self.dropout, name="attention",
+            dtype=self.dtype_policy, **self._dense_options(),
+        )
+        self.convolutions = ResidualConvBlock(
+            self.units, self.kernel_size, name="convolutions", dtype=self.dtype_policy,
+            **self._dense_options(),
+        )
+
+    def build(self, input_shape):
+        pooled = self.pool.compute_output_shape(input_shape)
+        self.recurrent.build(pooled)
+        hidden = (*pooled[:-1], self.units)
+        self.attention.build(hidden)
+        self.convolutions.build(hidden)
+
+    def call(self, inputs, mask=None, return_attention_scores=False, training=None):
+        x = self.pool(inputs, mask=mask)
+        pooled_mask = self.pool.compute_mask(inputs, mask)
+        x = zero_padding(self.recurrent(x, mask=pooled_mask, training=training), pooled_mask)
+        x, weights = self.attention(x, mask=pooled_mask, return_attention_scores=True,
+                                    training=training)
+        x = self.convolutions(x, mask=pooled_mask)
+        if return_attention_scores:
+            return x, weights
+        return x
+
+    def compute_mask(self, inputs, mask=None):
+        return self.pool.compute_mask(inputs, mask)
+
+    def compute_output_shape(self, input_shape):
+        return (*self.pool.compute_output_shape(input_shape)[:-1], self.units)
+
+    def compute_output_spec(self, inputs, mask=None, return_attention_scores=False, training=None):
+        shape = self.compute_output_shape(inputs.shape)
+        outputs = keras.KerasTensor(shape, dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return outputs
+        n = shape[1]
+        return outputs, keras.KerasTensor((shape[0], self.num_heads, n, n), dtype="float32")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "units": self.units,
+            "lstm_units": self.lstm_units,
+            "num_heads": self.num_heads,
+            "kernel_size": self.kernel_size,
+            "pool_size": self.pool_size,
+            "dropout": self.dropout,
+            **self._weight_options_config(),
+        })
+        return config

@@ -1,0 +1,101 @@
+"""PyramidBlock: its parts composed on the unpadded text, the halved mask, a
+7-block pyramid that gives the same outputs with 5 and with 500 extra padding
+tokens, texts shorter than 2**blocks, saving and mixed precision."""
+
+import keras
+import numpy as np
+import pytest
+from layer_checks import run_layer_test
+from layer_checks import to_numpy
+from sequence_checks import built
+from sequence_checks import check_all_padding_sequence
+from sequence_checks import padded_batch
+from sequence_checks import with_padding
+
+from keras_posattn.layers import MaskedGlobalPooling1D
+from keras_posattn.layers import PyramidBlock
+
+UNITS, LSTM, HEADS = 8, 4, 2
+
+# A pyramid's top levels are one position long: a softmax over one key is the point.
+pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis")
+
+
+def small_block(**kwargs):
+    return PyramidBlock(units=UNITS, lstm_units=LSTM, num_heads=HEADS, **kwargs)
+
+
+def test_is_its_parts_applied_to_the_unpadded_text():
+    """pool -> Bi-LSTM -> self-attention -> x + f(x), each on the real tokens."""
+    x, mask = padded_batch([7, 4, 1], n=7, width=UNITS)
+    block = built(small_block(), x)
+    out, weights = (to_numpy(t) for t in block(x, mask=mask, return_attention_scores=True))
+    new_mask = to_numpy(block.compute_mask(x, mask))
+    assert out.shape == (3, 4, UNITS) and weights.shape == (3, HEADS, 4, 4)
+    for b, length in enumerate(mask.sum(axis=1)):
+        real = x[b:b + 1, :length]
+        h = block.pool(real)
+        h = block.recurrent(h)
+        h = block.attention(h)
+        expected = to_numpy(block.convolutions(h))[0]
+        kept = -(-length // 2)
+        assert new_mask[b].tolist() == [i < kept for i in range(4)]
+        np.testing.assert_allclose(out[b, :kept], expected, atol=1e-5)
+        assert np.all(out[b, kept:] == 0)
+
+
+def pyramid(num_blocks=7, seed=0):
+    """Embedding-free EPN body: num_blocks pyramid blocks, then a global max pool."""
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((None, UNITS))
+    mask = keras.Input((None,), dtype="bool")
+    h, m = inputs, mask
+    blocks = [small_block(name=f"block_{i}") for i in range(num_blocks)]
+    for block in blocks:
+        new_m = block.compute_mask(h, m)
+        h = block(h, mask=m)
+        m = new_m
+    pooled = MaskedGlobalPooling1D("max")(h, mask=m)
+    return keras.Model([inputs, mask], pooled)
+
+
+def test_seven_blocks_same_output_with_5_and_500_extra_padding_tokens():
+    real = np.random.default_rng(7).normal(size=(1, 20, UNITS)).astype("float32")
+    model = pyramid(7)
+    outputs = []
+    for extra in (5, 500):
+        x, mask = with_padding(real, extra, seed=extra, garbage=30.0)
+        outputs.append(to_numpy(model([x, mask])))
+    np.testing.assert_allclose(outputs[0], outputs[1], atol=1e-5)
+    np.testing.assert_allclose(outputs[0], to_numpy(model([real, np.ones((1, 20), bool)])),
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("length", [1, 2, 5])
+def test_text_shorter_than_the_pyramid(length):
+    """A text of `length` tokens through 7 blocks: lengths go 5, 3, 2, 1, 1...;
+    the outputs are finite, and padding still changes nothing."""
+    real = np.random.default_rng(length).normal(size=(1, length, UNITS)).astype("float32")
+    model = pyramid(7, seed=1)
+    unpadded = to_numpy(model([real, np.ones((1, length), bool)]))
+    assert np.isfinite(unpadded).all() and np.abs(unpadded).sum() > 0
+    x, mask = with_padding(real, 100, seed=3)
+    np.testing.assert_allclose(to_numpy(model([x, mask])), unpadded, atol=1e-5)
+
+
+def test_layer_checks():
+    x, mask = padded_batch([6, 3], n=6, width=UNITS)
+    run_layer_test(lambda: small_block(dropout=0.1), x, mask=mask,
+                   call_kwargs={"return_attention_scores": True},
+                   expected_output_shape=[(2, 3, UNITS), (2, HEADS, 3, 3)],
+                   expected_num_trainable_weights=6 + 8 + 4)  # Bi-LSTM, attention, convs
+    with pytest.raises(ValueError, match="twice lstm_units"):
+        PyramidBlock(units=8, lstm_units=8)
+
+
+@pytest.mark.parametrize("dtype_policy", ["float32", "mixed_float16", "mixed_bfloat16"],
+                         indirect=True)
+def test_all_padding_rows_and_mixed_precision(dtype_policy):
+    x, mask = padded_batch([6, 0], n=6, width=UNITS, garbage=3.0)
+    check_all_padding_sequence(small_block, x, mask, dtype_policy,
+                               call_kwargs={"return_attention_scores": True})
