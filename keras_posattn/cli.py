@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import os
 import sys
+from pathlib import Path
 
 TF_LOGS_VARIABLE = "KERAS_POSATTN_TF_LOGS"
 
@@ -141,6 +142,30 @@ def _export_parser(sub):
                    help="do not write TF Serving warm-up requests")
 
 
+def _attention_parser(sub):
+    p = sub.add_parser(
+        "attention",
+        help="draw a model's attention for some texts as PNG files",
+        description="Render the attention heat-maps (and pooling weights) of a saved "
+        "classifier (.keras file or training run folder) or of an export (its attention "
+        "signature) for the given texts, as the TensorBoard IMAGES tab shows them.",
+    )
+    p.add_argument("source", help="a .keras file, a training run folder, or an export version folder")
+    p.add_argument("texts", nargs="+", help="the texts to look at")
+    p.add_argument("--output-dir", default="attention_png", help="where the PNG files go")
+
+
+def _attention(args):
+    from keras_posattn.training.attention_png import write_attention_pngs
+
+    paths = write_attention_pngs(args.source, args.texts, args.output_dir)
+    if not paths:
+        print("This model has no attention maps to draw.")
+    for path in paths:
+        print(path)
+    return 0
+
+
 def _export(args):
     from keras_posattn.export import export_saved_model, load_classifier
 
@@ -149,11 +174,14 @@ def _export(args):
     path = export_saved_model(classifier, name=name, base_dir=args.base, version=args.version,
                               warmup=args.warmup)
     size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    print(f"Exported {path} ({size / 1e6:.1f} MB): signatures serving_default (text), "
-          "token_ids, classify.")
-    print(f"TF Serving model config: {path.parent.parent / 'models.config'}")
-    print(f"Serve it: docker run -p 8501:8501 -v \"$PWD/{args.base}:/models\" tensorflow/serving "
-          f"--model_config_file=/models/models.config")
+    import tensorflow as tf
+
+    signatures = ", ".join(sorted(tf.saved_model.load(str(path)).signatures))
+    print(f"Exported {path} ({size / 1e6:.1f} MB): signatures {signatures}.")
+    base = Path(args.base).resolve()
+    print(f"TF Serving model config: {base / 'models.config'}")
+    print(f'Serve it: docker run -p 8501:8501 -v "{base}:/models" tensorflow/serving:2.21.0 '
+          "--model_config_file=/models/models.config")
     return 0
 
 
@@ -165,6 +193,7 @@ def main(argv=None):
     _train_parser(sub)
     _tune_parser(sub)
     _export_parser(sub)
+    _attention_parser(sub)
     models = sub.add_parser("models", help="list zoo models")
     models.add_argument("pattern", nargs="?", default="*")
     args = parser.parse_args(argv)
@@ -179,9 +208,9 @@ def main(argv=None):
             print(f"{name:28s} {zoo.get_preset(name).get('description', '')}")
         return 0
 
-    if args.command == "export":
+    if args.command in ("export", "attention"):
         try:
-            return _export(args)
+            return (_export if args.command == "export" else _attention)(args)
         except (FileNotFoundError, FileExistsError, ValueError, TypeError) as e:
             print(f"keras-posattn: error: {e}", file=sys.stderr)
             return 2

@@ -27,6 +27,11 @@ elsewhere (``assets/vocabulary.txt`` gives the ids; 0 = padding, 1 = unknown)::
     outputs: classes        tf.string  [None, C]     the class names
              scores         tf.float32 [None, C]     their probabilities
 
+``attention`` (models with attention worth drawing): ``text`` in, the
+``token_ids`` and every map of ``model.attention_tensors`` out (a "/" in a
+map's name becomes "__"); ``keras-posattn attention <export> "a text"`` draws
+them.
+
 Texts longer than the preprocessor's ``max_length`` are truncated, exactly as
 in training; empty strings, non-UTF-8 bytes and control characters give
 finite probabilities.
@@ -84,6 +89,7 @@ __all__ = [
 SERVING_SIGNATURE = "serving_default"
 TOKEN_IDS_SIGNATURE = "token_ids"
 CLASSIFY_SIGNATURE = "classify"
+ATTENTION_SIGNATURE = "attention"
 INPUT_KEY = "text"
 OUTPUT_KEYS = ("probabilities", "class_id", "label")
 CLASSIFY_METHOD = "tensorflow/serving/classify"
@@ -158,6 +164,31 @@ def _add_endpoints(archive, classifier, label_names):
         fn=classify,
         input_signature=[tf.TensorSpec(shape=[None], dtype=tf.string, name="inputs")],
     )
+
+    if model.attention_tensors(preprocessor(tf.constant([_PROBE_TEXT]))):
+
+        def attention(text):
+            ids = preprocessor(text)
+            maps = model.attention_tensors(ids)
+            outputs = {attention_key(k): tf.cast(v, tf.float32) for k, v in maps.items()}
+            outputs["token_ids"] = ids
+            return outputs
+
+        archive.add_endpoint(
+            name=ATTENTION_SIGNATURE,
+            fn=attention,
+            input_signature=[tf.TensorSpec(shape=[None], dtype=tf.string, name=INPUT_KEY)],
+        )
+
+
+def attention_key(name):
+    """A model's attention-map name as a signature output key ("/" -> "__")."""
+    return name.replace("/", "__")
+
+
+def attention_name(key):
+    """The inverse of ``attention_key``."""
+    return key.replace("__", "/")
 
 
 # --------------------------------------------------------------------------
@@ -411,6 +442,9 @@ def _write_assets(export_dir, classifier, label_names):
         "tensorflow": tf.__version__,
         "keras": keras.__version__,
     }
+    if model.attention_tensors(preprocessor(tf.constant([_PROBE_TEXT]))):
+        metadata["signatures"][ATTENTION_SIGNATURE] = (
+            "text -> token_ids and each attention map of the model (keras-posattn attention)")
     (extra / METADATA_FILE).write_text(json.dumps(metadata, indent=2), encoding="utf-8")
 
 

@@ -188,7 +188,26 @@ def check_fresh_process_export(model, preprocessor, texts):
             cwd=folder, capture_output=True, text=True, timeout=300,
             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
         )
+        attention = _exported_attention(path, texts[:3])
     assert proc.returncode == 0, proc.stderr[-3000:]
     probabilities = np.asarray(json.loads(proc.stdout.split("RESULT:")[-1]))
     assert np.isfinite(probabilities).all()
     np.testing.assert_allclose(probabilities, reference, atol=1e-5)
+    # The export's attention signature serves the model's own maps.
+    expected = model.attention_maps(keras.ops.convert_to_numpy(preprocessor(texts[:3])))
+    assert sorted(attention) == sorted(expected)
+    for name, value in expected.items():
+        np.testing.assert_allclose(attention[name], value, atol=1e-5, err_msg=name)
+
+
+def _exported_attention(path, texts):
+    import tensorflow as tf
+
+    from keras_posattn.export import attention_name
+
+    loaded = tf.saved_model.load(str(path))
+    if "attention" not in loaded.signatures:
+        return {}
+    outputs = loaded.signatures["attention"](text=tf.constant(texts))
+    outputs.pop("token_ids")
+    return {attention_name(k): v.numpy() for k, v in outputs.items()}

@@ -189,3 +189,15 @@ def test_callback_every_n_epochs_writes_last_at_train_end(tmp_path):
     found = _read_image_events(os.path.join(str(tmp_path), "attention"))
     assert found["attention/fw_sd/example_0"] == [1, 2]
     assert found["pooling/pool/example_0"] == [1, 2]
+
+
+def test_heatmap_with_query_rows():
+    """CSPAN's learned queries: rows q1..qm, columns the tokens (cropped)."""
+    from keras_posattn.training.attention_images import render_attention_heatmap
+
+    weights = np.random.default_rng(0).random((4, 9))
+    image = render_attention_heatmap(weights, ["a", "b", "c"], row_labels=["q1", "q2", "q3", "q4"])
+    square = render_attention_heatmap(np.random.default_rng(0).random((4, 4)), ["a", "b", "c", "d"])
+    assert image.ndim == 3 and image.shape[2] == 3
+    # 4 rows x 3 columns: narrower than a 4 x 4 map of the same cell size.
+    assert image.shape[1] < square.shape[1] and image.shape[0] == square.shape[0]

@@ -250,7 +250,7 @@ def test_export_command_from_a_run_folder(demo_run, tmp_path, capsys):
     assert "demo/1" in out and "demo/2" in out and "models.config" in out
     assert sorted(os.listdir(base / "demo")) == ["1", "2"]
     loaded = tf.saved_model.load(str(base / "demo" / "2"))
-    assert set(loaded.signatures) == {"serving_default", "token_ids", "classify"}
+    assert set(loaded.signatures) == {"serving_default", "token_ids", "classify", "attention"}
     assert cli.main(["export", str(demo_run / "run"), "--name", "demo", "--base", str(base),
                      "--version", "1"]) == 2
     assert "never replaces" in capsys.readouterr().err
@@ -270,3 +270,19 @@ def test_projector_writes_the_embedding_with_its_words(tmp_path):
     assert reader.get_variable_to_shape_map()["embedding/.ATTRIBUTES/VARIABLE_VALUE"] == [
         len(vocabulary), 16]
     assert "metadata.tsv" in (projector / "projector_config.pbtxt").read_text()
+
+
+def test_attention_command_draws_pngs_from_a_run_and_from_an_export(demo_run, tmp_path, capsys):
+    text = synthetic.DEFAULT_SAMPLE_SENTENCE
+    assert cli.main(["attention", str(demo_run / "run"), text, "another text",
+                     "--output-dir", str(tmp_path / "png")]) == 0
+    from_run = sorted(p.name for p in (tmp_path / "png").iterdir())
+    for branch in ("fa2", "fa3", "bw_sd", "fw_sd"):
+        assert f"text0_attention_{branch}.png" in from_run and f"text1_attention_{branch}.png" in from_run
+    assert "text0_pooling_pooling.png" in from_run
+    export = demo_run / "sm" / "mpsan" / "1"
+    assert cli.main(["attention", str(export), text, "another text",
+                     "--output-dir", str(tmp_path / "png2")]) == 0
+    assert sorted(p.name for p in (tmp_path / "png2").iterdir()) == from_run
+    from PIL import Image
+    assert Image.open(tmp_path / "png" / "text0_attention_fa2.png").size[0] > 100

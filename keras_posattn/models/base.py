@@ -15,9 +15,10 @@ A zoo model is a functional ``keras.Model`` subclass (one file per paper in
 - has its word embedding at ``model.embedding`` (a ``TokenEmbedding`` named
   ``"token_embedding"``, made with ``make_embedding``) and ends with one
   ``ClassificationHead`` named ``"head"`` (``model.head``);
-- answers ``attention_maps(inputs)`` (empty unless the family has attention
-  worth drawing): a dict of NumPy arrays, ``(batch, n_q, n_k)`` heat-maps or
-  ``(batch, n)`` weights over tokens;
+- answers ``attention_tensors(inputs)`` (empty unless the family has
+  attention worth drawing): a dict of tensors, ``(batch, n_q, n_k)`` heat-maps
+  or ``(batch, n)`` weights over tokens; ``attention_maps`` gives them as
+  NumPy arrays;
 - stores every constructor argument as an attribute of the same name, so
   ``get_config()`` (here, once) returns exactly the constructor arguments and
   ``.keras`` files load with ``safe_mode=True``;
@@ -31,6 +32,7 @@ shared model tests use this contract and nothing else.
 import inspect
 
 import keras
+from keras import ops
 
 from keras_posattn.layers import ClassificationHead
 from keras_posattn.layers import TokenEmbedding
@@ -129,9 +131,17 @@ class ZooModel(keras.Model):
         """The ``ClassificationHead``."""
         return self.get_layer("head")
 
-    def attention_maps(self, inputs):
-        """Attention weights worth drawing, by name; none by default."""
+    def attention_tensors(self, inputs):
+        """Attention weights worth drawing, by name, as tensors (graph-friendly:
+        the export serves them in its ``attention`` signature); none by
+        default. Names use letters, digits, ``_`` and ``/``."""
         return {}
+
+    def attention_maps(self, inputs):
+        """``attention_tensors`` as NumPy arrays: (batch, n_q, n_k) heat-maps
+        or (batch, n) weights over tokens."""
+        tensors = self.attention_tensors(ops.convert_to_tensor(inputs, "int32"))
+        return {name: ops.convert_to_numpy(ops.cast(t, "float32")) for name, t in tensors.items()}
 
     def train_step(self, data):
         return self._multi_worker_logs(super().train_step(data))

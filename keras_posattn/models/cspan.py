@@ -167,13 +167,13 @@ class CSPAN(ZooModel):
         self._layers_by_role = layers
         self.store_arguments(locals())
 
-    def attention_maps(self, inputs):
+    def attention_tensors(self, inputs):
         """``semantic`` and ``positional`` self-attention (batch, n, n) where the
         model has them, and ``queries``: each query's weights over the tokens
         (batch, num_queries, n)."""
         collected = {}
-        _forward(self._layers_by_role, ops.convert_to_tensor(inputs, "int32"), collect=collected)
-        return {k: ops.convert_to_numpy(v) for k, v in collected.items()}
+        _forward(self._layers_by_role, inputs, collect=collected)
+        return collected
 
 
 def _normed_attention(attention, norm, x, padding, collect, name, training):

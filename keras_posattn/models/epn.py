@@ -141,17 +141,13 @@ class EPN(ZooModel):
         region_sizes, region_filters = list(region_sizes), list(region_filters)
         self.store_arguments(locals())
 
-    def attention_maps(self, inputs):
+    def attention_tensors(self, inputs):
         """Each block's attention, one map per head: ``block<k>/head<h>``
         (batch, n_k, n_k) with n_k = ceil(n / 2**k)."""
         collected = {}
-        _forward(self._layers_by_role, ops.convert_to_tensor(inputs, "int32"), collect=collected)
-        maps = {}
-        for name, weights in collected.items():
-            weights = ops.convert_to_numpy(weights)
-            for head in range(weights.shape[1]):
-                maps[f"{name}/head{head + 1}"] = weights[:, head]
-        return maps
+        _forward(self._layers_by_role, inputs, collect=collected)
+        return {f"{name}/head{h + 1}": weights[:, h]
+                for name, weights in collected.items() for h in range(weights.shape[1])}
 
 
 def _forward(layers, token_ids, collect=None, training=None):

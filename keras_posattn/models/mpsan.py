@@ -298,22 +298,17 @@ class MPSAN(ZooModel):
     def branch_names(self):
         return [b["name"] for b in self._layers_by_role["branches"]]
 
-    def attention_maps(self, inputs):
-        """Attention weights of every branch and of the pooling, for inspection.
-
-        Returns a dict of numpy arrays: ``<branch>`` -> (batch, n, n) (for the
-        M-D compatibility, averaged over features) and, with the
-        multi-dimensional pooling, ``pooling`` -> (batch, n), the pooling
-        weights averaged over features.
-        """
-        token_ids = ops.convert_to_tensor(inputs, dtype="int32")
+    def attention_tensors(self, inputs):
+        """Attention weights of every branch and of the pooling: ``<branch>``
+        -> (batch, n, n) (for the M-D compatibility, averaged over features)
+        and, with the multi-dimensional pooling, ``pooling`` -> (batch, n),
+        the pooling weights averaged over features."""
         collected = {}
-        _forward(self._layers_by_role, token_ids, collect=collected)
+        _forward(self._layers_by_role, inputs, collect=collected)
         result = {}
         for name, weights in collected.items():
-            weights = ops.convert_to_numpy(ops.cast(weights, "float32"))
-            if weights.ndim == 4 or (name == "pooling" and weights.ndim == 3):
-                weights = weights.mean(axis=-1)
+            if len(weights.shape) == 4 or (name == "pooling" and len(weights.shape) == 3):
+                weights = ops.mean(weights, axis=-1)
             result[name] = weights
         return result
 

@@ -195,7 +195,7 @@ def _draw_colorbar(img, draw, font, x, y, w, h, vmax):
 # --------------------------------------------------------------------------
 # public renderers
 # --------------------------------------------------------------------------
-def render_attention_heatmap(weights, tokens, title=None) -> np.ndarray:
+def render_attention_heatmap(weights, tokens, title=None, row_labels=None) -> np.ndarray:
     """Render an attention matrix as a labelled heat-map.
 
     Args:
@@ -205,19 +205,24 @@ def render_attention_heatmap(weights, tokens, title=None) -> np.ndarray:
         is cropped to its first ``len(tokens)`` rows and columns.  ``None``
         shows all positions labelled by index.
       title: optional title drawn above the heat-map.
+      row_labels: labels of the rows when they are not the tokens (CSPAN's
+        learned queries: ``["q1", "q2", ...]``); only the columns are then
+        cropped to the tokens.
 
     Returns:
       ``uint8`` array ``(H, W, 3)``.  Its size depends only on the number of
-      tokens shown (and is the same with or without a title).
+      rows and tokens shown (and is the same with or without a title).
     """
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 2:
         raise ValueError(f"`weights` must be 2-D (n_queries, n_keys), got {w.shape}.")
     w = np.nan_to_num(w, nan=0.0, posinf=0.0, neginf=0.0)
-    labels = _labels(tokens, max(w.shape))
-    m = len(labels)
-    w = w[:m, :m]
+    col_labels = _labels(tokens, w.shape[1] if row_labels is not None else max(w.shape))
+    labels = col_labels if row_labels is None else [_truncate(r) for r in row_labels]
+    n_rows, n_cols = len(labels), len(col_labels)
+    w = w[:n_rows, :n_cols]
     rows, cols = w.shape
+    m = max(n_rows, n_cols)
     cell, fs = _cell_and_font(m, 560)
     font = _font(fs)
     small = _font(max(fs - 1, 10))
@@ -235,7 +240,7 @@ def render_attention_heatmap(weights, tokens, title=None) -> np.ndarray:
 
     hm_x = _PAD + axis_band + label_w + 4
     hm_y = _PAD + title_h
-    hm_w, hm_h = m * cell, m * cell
+    hm_w, hm_h = n_cols * cell, n_rows * cell
     width = hm_x + hm_w + 14 + cbar_w + cbar_labels + _PAD
     height = hm_y + hm_h + 4 + label_w + axis_band + _PAD
 
@@ -243,13 +248,14 @@ def render_attention_heatmap(weights, tokens, title=None) -> np.ndarray:
     draw = ImageDraw.Draw(img)
 
     # heat-map cells
-    cells = np.zeros((m, m), dtype=np.float64)
+    cells = np.zeros((n_rows, n_cols), dtype=np.float64)
     cells[:rows, :cols] = norm
     block = _colormap(cells).repeat(cell, axis=0).repeat(cell, axis=1)
     img.paste(Image.fromarray(block, "RGB"), (hm_x, hm_y))
     if cell >= 18:  # thin grid lines between cells for readability
-        for i in range(1, m):
+        for i in range(1, n_cols):
             draw.line([hm_x + i * cell, hm_y, hm_x + i * cell, hm_y + hm_h - 1], fill=_BG)
+        for i in range(1, n_rows):
             draw.line([hm_x, hm_y + i * cell, hm_x + hm_w - 1, hm_y + i * cell], fill=_BG)
     draw.rectangle([hm_x - 1, hm_y - 1, hm_x + hm_w, hm_y + hm_h], outline=_FG)
 
@@ -262,7 +268,7 @@ def render_attention_heatmap(weights, tokens, title=None) -> np.ndarray:
 
     # x tick labels (keys), rotated, under the heat-map
     used = 0  # widest label actually drawn, to put the axis titles close
-    for j, lab in enumerate(labels):
+    for j, lab in enumerate(col_labels):
         text = _fit_text(font, lab, label_w - 2)
         used = max(used, _text_w(font, text))
         rot = _rotated_text(font, text, label_w, cell, align_right=True)
@@ -376,7 +382,9 @@ class AttentionImages(keras.callbacks.Callback):
         ``os.path.join(log_dir, subdir)``.
       attention_fn: ``attention_fn(token_ids) -> dict[str, array]``.  Each
         value is either ``(batch, n_queries, n_keys)`` attention weights of a
-        branch (logged as ``attention/<name>/example_<k>``) or
+        branch (logged as ``attention/<name>/example_<k>``; when the rows are
+        not the tokens - a name ending in ``queries``, or fewer/more rows
+        than columns - rows are labelled q1, q2...) or
         ``(batch, n)`` 1-D weights over tokens, e.g. pooling weights averaged
         over features (logged as ``pooling/<name>/example_<k>``).
       token_ids: int array ``(batch, n)`` of fixed examples; only the first
@@ -454,8 +462,12 @@ class AttentionImages(keras.callbacks.Callback):
                 toks = self.tokens[i] or None
                 if arr.ndim == 3:
                     tag = f"attention/{name}/example_{i}"
+                    rows = None
+                    if name.endswith("queries") or arr.shape[1] != arr.shape[2]:
+                        # Rows are not tokens (CSPAN's learned queries).
+                        rows = [f"q{r + 1}" for r in range(arr.shape[1])]
                     images[tag] = render_attention_heatmap(
-                        arr[i], toks, title=f"{name} - example {i}"
+                        arr[i], toks, title=f"{name} - example {i}", row_labels=rows
                     )
                 elif arr.ndim == 2:
                     tag = f"pooling/{name}/example_{i}"
