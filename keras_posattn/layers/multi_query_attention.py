@@ -18,7 +18,7 @@ class MultiQueryAttention(WeightOptions, keras.layers.Layer):
         u_t = tanh(W_h F_t + b_h)                  # one MLP, shared by the queries
         alpha_i = softmax_t(u_t^T Q_i)             # over real tokens only
         F_i = sum_t alpha_it F_t                    # i = 1..m
-        F = Concat(F_1, ..., F_m) W_f               # W_f in R^{md x d}
+        F = Concat(F_1, ..., F_m) W_f               # W_f in R^{md x d}, no bias
 
     ``num_queries`` (m) is the knob the tuner searches (paper: 16 base, 128
     big). The weights go through the library's masking core; an empty text
@@ -29,8 +29,9 @@ class MultiQueryAttention(WeightOptions, keras.layers.Layer):
     Its own fusion matrix W_f (md x d) is O(md^2) again; ``fusion="concat"``
     is that, the paper's default. ``fusion="mean"`` averages the m pooled
     vectors and applies a d x d W_f, so the whole layer really is
-    O(md + d^2): m d + (d^2 + d) + (d^2 + d) parameters against
-    m d + (d^2 + d) + (m d^2 + d). The queries start from
+    O(md + d^2): m d + (d^2 + d) + d^2 parameters against
+    m d + (d^2 + d) + m d^2. Eq. 13 has no bias after W_f (``use_bias``
+    adds one). The queries start from
     ``query_initializer`` (default Glorot uniform: the paper says "randomly
     initialized").
 
@@ -38,6 +39,7 @@ class MultiQueryAttention(WeightOptions, keras.layers.Layer):
         num_queries: m.
         fusion: ``"concat"`` (paper) or ``"mean"``.
         activation: of the scoring MLP (paper: tanh).
+        use_bias: a bias after W_f (paper: none).
         query_initializer: for the m x d query matrix.
         kernel_initializer, bias_initializer, kernel_regularizer: for W_h, W_f.
 
@@ -61,6 +63,7 @@ class MultiQueryAttention(WeightOptions, keras.layers.Layer):
         num_queries=16,
         fusion="concat",
         activation="tanh",
+        use_bias=False,
         query_initializer="glorot_uniform",
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
@@ -76,6 +79,7 @@ class MultiQueryAttention(WeightOptions, keras.layers.Layer):
             raise ValueError(f"fusion must be one of {FUSIONS}, got {fusion!r}.")
         self.fusion = fusion
         self.activation = keras.activations.get(activation)
+        self.use_bias = bool(use_bias)
         self.query_initializer = keras.initializers.get(query_initializer)
         self.supports_masking = True
 
@@ -92,8 +96,10 @@ class MultiQueryAttention(WeightOptions, keras.layers.Layer):
         self.fusion_kernel = self.add_weight(name="fusion_kernel", shape=(width, d),
                                              initializer=self.kernel_initializer,
                                              regularizer=self.kernel_regularizer)
-        self.fusion_bias = self.add_weight(name="fusion_bias", shape=(d,),
-                                           initializer=self.bias_initializer)
+        self.fusion_bias = None
+        if self.use_bias:
+            self.fusion_bias = self.add_weight(name="fusion_bias", shape=(d,),
+                                               initializer=self.bias_initializer)
 
     def call(self, inputs, mask=None, return_attention_scores=False):
         u = self.activation(ops.matmul(inputs, self.hidden_kernel) + self.hidden_bias)  # (b, n, d)
@@ -106,7 +112,9 @@ class MultiQueryAttention(WeightOptions, keras.layers.Layer):
             pooled = ops.reshape(pooled, (b, self.num_queries * inputs.shape[-1]))
         else:
             pooled = ops.mean(pooled, axis=1)
-        outputs = ops.matmul(pooled, self.fusion_kernel) + self.fusion_bias
+        outputs = ops.matmul(pooled, self.fusion_kernel)
+        if self.fusion_bias is not None:
+            outputs = outputs + self.fusion_bias
         if return_attention_scores:
             return outputs, alpha
         return outputs
@@ -130,6 +138,7 @@ class MultiQueryAttention(WeightOptions, keras.layers.Layer):
             "num_queries": self.num_queries,
             "fusion": self.fusion,
             "activation": keras.activations.serialize(self.activation),
+            "use_bias": self.use_bias,
             "query_initializer": keras.initializers.serialize(self.query_initializer),
             **self._weight_options_config(),
         })

@@ -42,8 +42,8 @@ Choices where the paper is silent, documented and exposed:
 Parameter count (d = 300, 5 classes, 16 queries, excluding the embedding):
 Bi-LSTM 2 x 4 x (150 x (300 + 150) + 150) = 541,200; the attentions and
 LayerNorms 2 x 600 = 1,200; multi-query attention 16 x 300 + 300 x 300 + 300
-+ 16 x 300 x 300 + 300 = 1,535,400; classifier 300 x 5 + 5 = 1,505. Total
-2,079,305. The paper gives no count.
++ 16 x 300 x 300 (W_f, no bias) = 1,535,100; classifier 300 x 5 + 5 = 1,505.
+Total 2,079,005. The paper gives no count.
 """
 
 import keras
