@@ -79,6 +79,9 @@ def _train_parser(sub):
     p.add_argument("--batch-size", type=int)
     p.add_argument("--learning-rate", type=float)
     p.add_argument("--optimizer", help="adam, adadelta, adamw, sgd, rmsprop")
+    p.add_argument("--recipe", choices=("paper", "50d"),
+                   help="the paper's protocol, or the preset's settings tuned for 50d GloVe "
+                   "(default: 50d on files with the 50d vectors when the preset has one)")
     p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
                    help="override a model argument, e.g. --set dropout=0.1 "
                    "--set 'branch_masks=[\"bw\",\"fw\"]' (repeatable)")

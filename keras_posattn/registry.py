@@ -7,8 +7,9 @@ TOML files of the repository's top-level ``zoo/`` folder, which is shipped
 inside the package as ``keras_posattn._zoo`` (the one place presets are read
 from). A preset names its family, its constructor arguments (``config``),
 its training recipe (``recipe``), the smaller settings used on the embedded
-default task (``demo``), a ``description`` and the paper's ``reported``
-numbers; ``base = "<preset>"`` starts from another preset. ``description``
+default task (``demo``), the settings tuned for the 50d GloVe vectors at hand
+(``glove50d``), a ``description`` and the paper's ``reported`` numbers;
+``base = "<preset>"`` starts from another preset. ``description``
 and ``reported`` belong to the preset that states them and are not inherited.
 
 This module imports no model: ``keras_posattn.zoo`` imports the model
@@ -26,7 +27,8 @@ import tomllib
 _FAMILIES = {}
 
 #: Keys a preset table may hold.
-PRESET_KEYS = ("family", "base", "paper", "description", "reported", "config", "recipe", "demo")
+PRESET_KEYS = ("family", "base", "paper", "description", "reported", "config", "recipe", "demo",
+               "glove50d")
 #: Keys that describe one preset only and are not inherited through ``base``.
 OWN_KEYS = ("description", "reported")
 #: Package holding the preset files (the repository's ``zoo/`` folder).
@@ -140,6 +142,8 @@ def _check(preset):
         ("recipe", preset.get("recipe", {}), set(RECIPE_KEYS)),
         ("demo.config", preset.get("demo", {}).get("config", {}), arguments),
         ("demo.recipe", preset.get("demo", {}).get("recipe", {}), set(RECIPE_KEYS)),
+        ("glove50d.config", preset.get("glove50d", {}).get("config", {}), arguments),
+        ("glove50d.recipe", preset.get("glove50d", {}).get("recipe", {}), set(RECIPE_KEYS)),
     ):
         for key in table:
             if key not in known:
@@ -149,9 +153,11 @@ def _check(preset):
                     f"{source}: preset {name!r} sets unknown {where} key {key!r}.{hint} "
                     f"Known: {', '.join(sorted(known))}."
                 )
-    extra = set(preset.get("demo", {})) - {"config", "recipe"}
-    if extra:
-        raise PresetError(f"{source}: preset {name!r}: demo holds only config and recipe, not {sorted(extra)}.")
+    for table in ("demo", "glove50d"):
+        extra = set(preset.get(table, {})) - {"config", "recipe"}
+        if extra:
+            raise PresetError(f"{source}: preset {name!r}: {table} holds only config and recipe, "
+                              f"not {sorted(extra)}.")
 
 
 def _unknown_model(name, known):

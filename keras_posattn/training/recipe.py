@@ -36,6 +36,10 @@ class Recipe:
         lr_decay_epochs: epochs (0-based, as PyTorch's MultiStepLR milestones)
             at which the learning rate is multiplied by ``lr_decay_factor``.
         lr_decay_factor: the factor of each step (e.g. 0.1: divided by 10).
+        early_stopping: stop when the validation accuracy has not improved for
+            this many epochs (None: train every epoch).
+        select_best: at the end, keep the weights of the epoch with the best
+            validation accuracy (model selection on the dev set), not the last.
         buckets: batch texts of similar length and pad each batch to one of a
             few lengths (see ``TextPreprocessor.dataset``); False pads every
             batch to the preprocessor's ``max_length``.
@@ -53,6 +57,8 @@ class Recipe:
     clipnorm: float = None
     lr_decay_epochs: list = None
     lr_decay_factor: float = 0.1
+    early_stopping: int = None
+    select_best: bool = False
     buckets: bool = True
     jit_compile: object = "auto"
 
@@ -95,6 +101,17 @@ class Recipe:
             return base * factor ** sum(epoch >= m for m in milestones)
 
         return keras.callbacks.LearningRateScheduler(schedule)
+
+    def selection_callback(self):
+        """Early stopping and/or best-epoch selection on the validation
+        accuracy, as a Keras callback (None when the recipe asks for neither)."""
+        if not (self.early_stopping or self.select_best):
+            return None
+        return keras.callbacks.EarlyStopping(
+            monitor="val_accuracy", mode="max",
+            patience=int(self.early_stopping or self.epochs),
+            restore_best_weights=bool(self.select_best or self.early_stopping),
+        )
 
     def as_dict(self):
         return dataclasses.asdict(self)

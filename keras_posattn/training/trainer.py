@@ -47,6 +47,7 @@ class Settings:
     config: dict
     recipe: Recipe
     demo: bool
+    recipe_name: str = "paper"
 
     @property
     def family(self):
@@ -106,21 +107,39 @@ def parse_overrides(pairs):
 # --- stage 1: settings and data ---------------------------------------------
 
 
-def resolve_settings(model_name, demo, overrides=None, **recipe_changes):
-    """The preset's config and recipe for a run (demo settings on the embedded
-    task), with ``overrides`` (model arguments) and recipe fields applied."""
+RECIPES = ("paper", "50d")
+
+
+def resolve_settings(model_name, demo, overrides=None, recipe_name="paper", **recipe_changes):
+    """The preset's config and recipe for a run, with ``overrides`` (model
+    arguments) and recipe fields applied.
+
+    ``recipe_name``: ``"paper"`` (the preset's ``config`` and ``recipe``: the
+    paper's protocol) or ``"50d"`` (the preset's ``glove50d`` table on top: the
+    settings tuned on dev data for the 50d GloVe vectors available here). On the
+    embedded task (``demo``) the preset's ``demo`` table applies instead.
+    """
+    if recipe_name not in RECIPES:
+        raise TrainingError(f"Unknown recipe {recipe_name!r}; choose one of {', '.join(RECIPES)}.")
     preset = zoo.get_preset(model_name)
     config = dict(preset.get("config", {}))
     recipe = dict(preset.get("recipe", {}))
+    extra = {}
     if demo:
-        config.update(preset.get("demo", {}).get("config", {}))
-        recipe.update(preset.get("demo", {}).get("recipe", {}))
+        extra = preset.get("demo", {})
+    elif recipe_name == "50d":
+        if "glove50d" not in preset:
+            raise TrainingError(f"Preset {model_name!r} has no 50d recipe (a [glove50d] table); "
+                                "use --recipe paper.")
+        extra = preset["glove50d"]
+    config.update(extra.get("config", {}))
+    recipe.update(extra.get("recipe", {}))
     config.update({k: v for k, v in (overrides or {}).items() if v is not None})
     try:
         recipe = Recipe.from_dict(recipe, where=f"preset {model_name!r}").replace(**recipe_changes)
     except ValueError as e:
         raise TrainingError(str(e)) from None
-    return Settings(model_name, preset, config, recipe, demo)
+    return Settings(model_name, preset, config, recipe, demo, recipe_name if not demo else "demo")
 
 
 def prepare_data(settings, train_path=None, test_path=None, dev_path=None, embeddings=None,
@@ -313,7 +332,7 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
         AttentionImages(str(log_dir), model.attention_maps, sample_inputs,
                         [pre.display_tokens(row) for row in sample_inputs]),
         ModelGraph(log_dir, sample_inputs),
-        *([recipe.schedule_callback()] if recipe.lr_decay_epochs else []),
+        *[c for c in (recipe.schedule_callback(), recipe.selection_callback()) if c],
         *(callbacks or []),
     ]
     if verbose is None:
@@ -430,6 +449,9 @@ def train(model_name, dtype_policy=None, **kwargs):
             one line per epoch otherwise).
         callbacks: extra Keras callbacks for ``fit``.
         projector: write the trained word embedding for TensorBoard's projector.
+        recipe: ``"paper"`` (the paper's protocol) or ``"50d"`` (the preset's
+            settings tuned for 50d GloVe); default: ``"50d"`` when training on
+            files with the 50d vectors and the preset has one, else ``"paper"``.
         strategy: ``"mirrored"`` (this machine's devices) or ``"multi_worker"``
             (the cluster in ``TF_CONFIG``); see ``keras_posattn.training.distribute``.
     """
@@ -448,7 +470,7 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
            max_tokens=None, standardize="lower_and_strip_punctuation", overrides=None,
            output_dir=None, export_dir="saved_models", export=True, resume=False,
            overwrite=False, seed=1234, demo_size=None, sample_text=None, verbose=None,
-           callbacks=None, strategy=None, projector=False):
+           callbacks=None, strategy=None, projector=False, recipe=None):
     from keras_posattn.training import distribute
 
     started = time.time()
@@ -456,8 +478,15 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
     strategy = distribute.make_strategy(strategy)
     num_workers = distribute.task()[2] if isinstance(
         strategy, tf.distribute.MultiWorkerMirroredStrategy) else 1
+    demo = train_path is None
+    if recipe is None:
+        # On files with the default vectors (50d GloVe), a preset's tuned 50d
+        # recipe is the default; the paper's is one --recipe paper away.
+        vectors = embeddings or zoo.get_preset(model_name).get("recipe", {}).get("embeddings")
+        has_50d = "glove50d" in zoo.get_preset(model_name)
+        recipe = "50d" if (not demo and has_50d and vectors == "glove-6b-50d") else "paper"
     settings = resolve_settings(
-        model_name, demo=train_path is None, overrides=overrides, epochs=epochs,
+        model_name, demo=demo, overrides=overrides, recipe_name=recipe, epochs=epochs,
         batch_size=batch_size, learning_rate=learning_rate, optimizer=optimizer,
     )
     output_dir = Path(output_dir or Path("runs") / model_name)
@@ -485,7 +514,7 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
     recipe = settings.recipe
     _log(
         f"Model: {model_name} ({settings.preset.get('description', '')})\n"
-        f"  {model.count_params():,} parameters; recipe: "
+        f"  {model.count_params():,} parameters; {settings.recipe_name} recipe: "
         + ", ".join(f"{k}={v}" for k, v in recipe.as_dict().items()
                     if v is not None and k != "embeddings")
     )
@@ -501,6 +530,7 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
         export_dir=str(result.export_dir) if result.export_dir else None,
         config=model.get_config(),
         recipe=recipe.as_dict(),
+        recipe_name=settings.recipe_name,
         data=data.splits.description,
         embeddings=data.vectors_name,
         seconds=round(time.time() - started, 1),
