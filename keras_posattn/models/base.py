@@ -17,9 +17,10 @@ A zoo model is a functional ``keras.Model`` subclass (one file per paper in
 - answers ``attention_maps(inputs)`` (empty unless the family has attention
   worth drawing): a dict of NumPy arrays, ``(batch, n_q, n_k)`` heat-maps or
   ``(batch, n)`` weights over tokens;
-- stores every constructor argument as an attribute of the same name, so
-  ``get_config()`` (here, once) returns exactly the constructor arguments and
-  ``.keras`` files load with ``safe_mode=True``;
+- stores every constructor argument as an attribute of the same name
+  (``store_arguments(locals())`` does it), so ``get_config()`` (here, once)
+  returns exactly the constructor arguments and ``.keras`` files load with
+  ``safe_mode=True``;
 - registers itself with ``@register_family("<name>")``; its presets live in
   ``zoo/<family>.toml``.
 
@@ -127,6 +128,41 @@ class ZooModel(keras.Model):
     def attention_maps(self, inputs):
         """Attention weights worth drawing, by name; none by default."""
         return {}
+
+    @staticmethod
+    def tf1_weight_options(wd):
+        """Weight arguments as the released TF1 code of MPSAN and DiSAN sets
+        them: Glorot-uniform kernels, zero biases, and weight decay ``wd`` in
+        TF1's convention, ``wd * tf.nn.l2_loss(w) = wd * sum(w ** 2) / 2``, on
+        the kernel (Keras ``L2(wd / 2)``). A fresh dict on every call."""
+        return {
+            "kernel_initializer": "glorot_uniform",
+            "bias_initializer": "zeros",
+            "kernel_regularizer": keras.regularizers.L2(wd / 2.0) if wd else None,
+        }
+
+    @staticmethod
+    def call_attention(layer, inputs, padding, collect=None, name=None, training=None):
+        """``layer(inputs, mask=padding)``; with ``collect`` (a dict, for
+        ``attention_maps``) the layer's attention weights are also stored
+        in it under ``name``."""
+        if collect is None:
+            return layer(inputs, mask=padding, training=training)
+        outputs, weights = layer(inputs, mask=padding, return_attention_scores=True,
+                                 training=training)
+        collect[name] = weights
+        return outputs
+
+    def store_arguments(self, values):
+        """Store every constructor argument as an attribute of the same name.
+
+        Call it at the end of ``__init__`` with the constructor's
+        ``locals()`` (after ``super().__init__``); an argument the
+        constructor normalised (rebound to a new value) is stored as
+        normalised.
+        """
+        for name in self.constructor_arguments():
+            setattr(self, name, values[name])
 
     @classmethod
     def constructor_arguments(cls):
