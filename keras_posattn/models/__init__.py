@@ -6,6 +6,12 @@ joins a family's preprocessor and model into one strings-to-logits model.
 
 from keras_posattn.models.base import ZooModel
 from keras_posattn.models.mpsan import MPSAN
+from keras_posattn.models.spe_cnn import SPECNN
 from keras_posattn.models.text_classifier import TextClassifier
 
-__all__ = ["MPSAN", "TextClassifier", "ZooModel"]
+__all__ = [
+    "MPSAN",
+    "SPECNN",
+    "TextClassifier",
+    "ZooModel",
+]
