@@ -5,11 +5,13 @@ joins a family's preprocessor and model into one strings-to-logits model.
 """
 
 from keras_posattn.models.base import ZooModel
+from keras_posattn.models.kim_cnn import KimCNN
 from keras_posattn.models.mpsan import MPSAN
 from keras_posattn.models.spe_cnn import SPECNN
 from keras_posattn.models.text_classifier import TextClassifier
 
 __all__ = [
+    "KimCNN",
     "MPSAN",
     "SPECNN",
     "TextClassifier",
