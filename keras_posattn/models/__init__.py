@@ -5,6 +5,7 @@ joins a family's preprocessor and model into one strings-to-logits model.
 """
 
 from keras_posattn.models.base import ZooModel
+from keras_posattn.models.bilstm import BiLSTM
 from keras_posattn.models.disan import DiSAN
 from keras_posattn.models.kim_cnn import KimCNN
 from keras_posattn.models.mpsan import MPSAN
@@ -12,6 +13,7 @@ from keras_posattn.models.spe_cnn import SPECNN
 from keras_posattn.models.text_classifier import TextClassifier
 
 __all__ = [
+    "BiLSTM",
     "DiSAN",
     "KimCNN",
     "MPSAN",
