@@ -11,6 +11,7 @@ from keras_posattn.models.kim_cnn import KimCNN
 from keras_posattn.models.mpsan import MPSAN
 from keras_posattn.models.spe_cnn import SPECNN
 from keras_posattn.models.text_classifier import TextClassifier
+from keras_posattn.models.transformer import Transformer
 
 __all__ = [
     "BiLSTM",
@@ -19,5 +20,6 @@ __all__ = [
     "MPSAN",
     "SPECNN",
     "TextClassifier",
+    "Transformer",
     "ZooModel",
 ]
