@@ -175,6 +175,16 @@ def run_model_test(name, small_config, num_classes=3, check_export=True, seed=0)
     return model, preprocessor
 
 
+def check_mixed_precision(model):
+    """For a model built under a mixed dtype policy (the ``dtype_policy``
+    fixture): float32, finite logits for a text, a one-token text and an
+    empty one (token ids below 8)."""
+    ids = np.array([[4, 5, 6, 0], [7, 0, 0, 0], [0, 0, 0, 0]], "int32")
+    logits = model(ids, training=False)
+    assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+    assert np.isfinite(to_numpy(logits)).all()
+
+
 def check_fresh_process_export(model, preprocessor, texts):
     from keras_posattn.export import export_saved_model
 

@@ -9,6 +9,8 @@ import pytest
 import tensorflow as tf
 from layer_checks import to_numpy
 from model_checks import run_model_test
+from numpy_reference import elu as _elu
+from numpy_reference import masked_softmax as _softmax
 
 from keras_posattn import zoo
 
@@ -172,10 +174,6 @@ def test_mixed_precision(dtype_policy):
 # --- a whole-model NumPy reference of the forward pass ---
 
 
-def _elu(x):
-    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
-
-
 ACTIVATIONS = {"elu": _elu, "relu": lambda x: np.maximum(x, 0.0)}
 
 
@@ -198,14 +196,6 @@ def _numpy_mask(spec, n, rule):
         elif part == "d":
             penalty -= dist
     return allowed, penalty
-
-
-def _softmax(x, allowed, axis):
-    x = np.where(allowed, x, -np.inf)
-    top = np.max(np.where(allowed, x, -1e30), axis=axis, keepdims=True)
-    e = np.where(allowed, np.exp(x - top), 0.0)
-    total = e.sum(axis=axis, keepdims=True)
-    return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
 
 
 def numpy_mpsan(model, ids):

@@ -21,6 +21,10 @@ class ClassificationHead(WeightOptions, keras.layers.Layer):
         dropout: dropout rate on the input of each linear map.
         use_bias: whether the logits layer has a bias (the released MPSAN code's
             has none).
+        logits_max_norm: if set, after every optimizer step each class's
+            weight vector (a column of the logits kernel) is rescaled to this
+            l2 norm when it is longer (Kim 2014's max-norm constraint, s = 3;
+            ``keras.constraints.MaxNorm(s, axis=0)``). None for none.
         kernel_initializer, bias_initializer, kernel_regularizer: for both
             dense layers.
 
@@ -42,6 +46,7 @@ class ClassificationHead(WeightOptions, keras.layers.Layer):
         activation="relu",
         dropout=0.0,
         use_bias=True,
+        logits_max_norm=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         kernel_regularizer=None,
@@ -54,6 +59,9 @@ class ClassificationHead(WeightOptions, keras.layers.Layer):
         self.activation = keras.activations.get(activation)
         self.dropout = float(dropout)
         self.use_bias = bool(use_bias)
+        self.logits_max_norm = None if logits_max_norm is None else float(logits_max_norm)
+        if self.logits_max_norm is not None and self.logits_max_norm <= 0:
+            raise ValueError(f"logits_max_norm must be positive or None, got {logits_max_norm}.")
         self.hidden_dropout = keras.layers.Dropout(self.dropout, name="hidden_dropout")
         self.hidden = None
         if self.hidden_units:
@@ -67,6 +75,10 @@ class ClassificationHead(WeightOptions, keras.layers.Layer):
         self.logits_dropout = keras.layers.Dropout(self.dropout, name="logits_dropout")
         self.logits = keras.layers.Dense(
             self.num_classes, use_bias=self.use_bias, name="logits", dtype="float32",
+            kernel_constraint=(
+                None if self.logits_max_norm is None
+                else keras.constraints.MaxNorm(self.logits_max_norm, axis=0)
+            ),
             **self._dense_options(),
         )
 
@@ -99,6 +111,7 @@ class ClassificationHead(WeightOptions, keras.layers.Layer):
                 "activation": keras.activations.serialize(self.activation),
                 "dropout": self.dropout,
                 "use_bias": self.use_bias,
+                "logits_max_norm": self.logits_max_norm,
                 **self._weight_options_config(),
             }
         )

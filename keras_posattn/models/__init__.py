@@ -5,11 +5,29 @@ joins a family's preprocessor and model into one strings-to-logits model.
 """
 
 from keras_posattn.models.base import ZooModel
+from keras_posattn.models.bilstm import BiLSTM
 from keras_posattn.models.cspan import CSPAN
+from keras_posattn.models.disan import DiSAN
 from keras_posattn.models.dpcnn import DPCNN
 from keras_posattn.models.epn import EPN
+from keras_posattn.models.kim_cnn import KimCNN
 from keras_posattn.models.mpsan import MPSAN
 from keras_posattn.models.shallow_cnn import ShallowCNN
+from keras_posattn.models.spe_cnn import SPECNN
 from keras_posattn.models.text_classifier import TextClassifier
+from keras_posattn.models.transformer import Transformer
 
-__all__ = ["CSPAN", "DPCNN", "EPN", "MPSAN", "ShallowCNN", "TextClassifier", "ZooModel"]
+__all__ = [
+    "BiLSTM",
+    "CSPAN",
+    "DPCNN",
+    "DiSAN",
+    "EPN",
+    "KimCNN",
+    "MPSAN",
+    "SPECNN",
+    "ShallowCNN",
+    "TextClassifier",
+    "Transformer",
+    "ZooModel",
+]

@@ -19,9 +19,10 @@ A zoo model is a functional ``keras.Model`` subclass (one file per paper in
   attention worth drawing): a dict of tensors, ``(batch, n_q, n_k)`` heat-maps
   or ``(batch, n)`` weights over tokens; ``attention_maps`` gives them as
   NumPy arrays;
-- stores every constructor argument as an attribute of the same name, so
-  ``get_config()`` (here, once) returns exactly the constructor arguments and
-  ``.keras`` files load with ``safe_mode=True``;
+- stores every constructor argument as an attribute of the same name
+  (``store_arguments(locals())`` does it), so ``get_config()`` (here, once)
+  returns exactly the constructor arguments and ``.keras`` files load with
+  ``safe_mode=True``;
 - registers itself with ``@register_family("<name>")``; its presets live in
   ``zoo/<family>.toml``.
 
@@ -192,6 +193,30 @@ class ZooModel(keras.Model):
         reads them back."""
         for name in self.constructor_arguments():
             setattr(self, name, arguments[name])
+
+    @staticmethod
+    def tf1_weight_options(wd):
+        """Weight arguments as the released TF1 code of MPSAN and DiSAN sets
+        them: Glorot-uniform kernels, zero biases, and weight decay ``wd`` in
+        TF1's convention, ``wd * tf.nn.l2_loss(w) = wd * sum(w ** 2) / 2``, on
+        the kernel (Keras ``L2(wd / 2)``). A fresh dict on every call."""
+        return {
+            "kernel_initializer": "glorot_uniform",
+            "bias_initializer": "zeros",
+            "kernel_regularizer": keras.regularizers.L2(wd / 2.0) if wd else None,
+        }
+
+    @staticmethod
+    def call_attention(layer, inputs, padding, collect=None, name=None, training=None):
+        """``layer(inputs, mask=padding)``; with ``collect`` (a dict, for
+        ``attention_maps``) the layer's attention weights are also stored
+        in it under ``name``."""
+        if collect is None:
+            return layer(inputs, mask=padding, training=training)
+        outputs, weights = layer(inputs, mask=padding, return_attention_scores=True,
+                                 training=training)
+        collect[name] = weights
+        return outputs
 
     @classmethod
     def constructor_arguments(cls):

@@ -200,14 +200,9 @@ class MPSAN(ZooModel):
             )
 
         released = dropout_placement == "released"
-        regularizer = keras.regularizers.L2(l2 / 2.0) if l2 else None
 
         def weight_options():
-            return {
-                "kernel_initializer": "glorot_uniform",
-                "bias_initializer": "zeros",
-                "kernel_regularizer": regularizer,
-            }
+            return self.tf1_weight_options(l2)
 
         # === Layers ===
         embedding = self.make_embedding(vocabulary_size, embedding_dim,
