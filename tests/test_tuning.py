@@ -183,8 +183,9 @@ def test_distributed_search_chief_and_two_workers(tmp_path):
 @pytest.mark.parametrize("name, expected", [
     ("cspan", {"num_queries": 16, "num_layers": 1, "query_fusion": "concat"}),
     ("epn", {"num_blocks": 7, "region_sizes": [3, 4, 5], "region_filters": [30, 30, 40]}),
+    ("spe_cnn", {"filters": 128, "kernel_size": 3, "position_encoding": "interleaved"}),
 ])
-def test_cspan_and_epn_spaces_default_to_the_paper(name, expected):
+def test_family_spaces_default_to_the_paper(name, expected):
     from keras_posattn.training import trainer
 
     settings = trainer.resolve_settings(name, demo=False)
@@ -197,7 +198,7 @@ def test_cspan_and_epn_spaces_default_to_the_paper(name, expected):
     if name == "cspan":
         (queries,) = [h for h in hp.space if h.name == "num_queries"]
         assert (queries.min_value, queries.max_value, queries.sampling) == (1, 128, "log")
-    else:
+    elif name == "epn":
         (blocks,) = [h for h in hp.space if h.name == "num_blocks"]
         assert (blocks.min_value, blocks.max_value) == (1, 7)
 
