@@ -435,3 +435,55 @@ def test_compatibility_dropout_keeps_the_values_undropped():
     assert not np.allclose(to_numpy(s), s_eval)  # the weights did change
     s2, p2 = layer(h, return_attention_scores=True, training=False)
     np.testing.assert_allclose(to_numpy(s2), np.einsum("bqk,bkd->bqd", to_numpy(p2), h), atol=1e-5)
+
+
+@pytest.mark.parametrize("compatibility", ["additive", "multi_dimensional", "dot"])
+@pytest.mark.parametrize("spec", ["fa1", "fa2", "fa3+sd", "fa2+d"])
+def test_banded_equals_dense(compatibility, spec):
+    """A Faraway window computed over its band only (O(n * m)) gives the dense
+    path's outputs, weights and gradients."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(11)
+    h = rng.normal(size=(3, 9, 8)).astype("float32")
+    mask = np.arange(9)[None] < np.array([[9], [4], [1]])
+    dense = MaskedSelfAttention(spec, compatibility=compatibility, implementation="dense")
+    banded = MaskedSelfAttention(spec, compatibility=compatibility)
+    dense(h)
+    banded(h)
+    randomize_weights(dense, seed=3)
+    banded.set_weights(dense.get_weights())
+    assert banded._band is not None and dense._band is None
+    for got, want in zip(banded(h, mask=mask, return_attention_scores=True),
+                         dense(h, mask=mask, return_attention_scores=True)):
+        np.testing.assert_allclose(to_numpy(got), to_numpy(want), atol=1e-6)
+    grads = []
+    for layer in (dense, banded):
+        x = tf.constant(h)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(layer(x, mask=mask) * tf.sin(tf.range(8, dtype=tf.float32)))
+        grads.append(tape.gradient(loss, [x] + layer.trainable_weights))
+    for got, want in zip(*grads):
+        np.testing.assert_allclose(to_numpy(got), to_numpy(want), atol=1e-5)
+
+
+def test_banded_needs_a_radius_and_keeps_its_config():
+    with pytest.raises(ValueError, match="finite radius"):
+        MaskedSelfAttention("bw+sd", implementation="banded")
+    with pytest.raises(ValueError, match="implementation"):
+        MaskedSelfAttention("fa2", implementation="sparse")
+    layer = MaskedSelfAttention("fa2", implementation="banded")
+    assert MaskedSelfAttention.from_config(layer.get_config()).implementation == "banded"
+    assert MaskedSelfAttention("bw")._band is None  # unbounded: dense
+
+
+@pytest.mark.parametrize("dtype_policy", ["mixed_float16", "mixed_bfloat16"], indirect=True)
+def test_banded_mixed_precision_and_empty_rows(dtype_policy):
+    h = np.random.default_rng(12).normal(size=(2, 6, 8)).astype("float32")
+    mask = np.array([[1, 1, 1, 1, 0, 0], [0, 0, 0, 0, 0, 0]], bool)
+    layer = MaskedSelfAttention("fa2")
+    out, weights = layer(h, mask=mask, return_attention_scores=True)
+    assert weights.dtype == "float32"
+    out = to_numpy(out).astype("float32")
+    assert np.isfinite(out).all() and np.all(out[1] == 0) and np.all(to_numpy(weights)[1] == 0)

@@ -9,6 +9,7 @@ from keras_posattn.layers.weight_options import WeightOptions
 
 COMPATIBILITIES = ("additive", "multi_dimensional", "dot")
 ACTIVATIONS = ("elu", "scaled_tanh", "linear")
+IMPLEMENTATIONS = ("auto", "dense", "banded")
 
 
 @keras.saving.register_keras_serializable(package="keras_posattn")
@@ -57,6 +58,11 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
             ``rep_map_dp``).
         faraway_rule: ``"paper"`` or ``"released"``, used only when ``mask``
             is a short name containing a Faraway mask.
+        implementation: ``"dense"`` computes the (n, n) logits; ``"banded"``
+            only the keys within the mask's ``radius`` of each query (a
+            Faraway window of radius m: 2m keys), O(n * m) time and memory,
+            the same weights and outputs; ``"auto"`` (default) is banded when
+            the mask has a finite radius.
         kernel_initializer, bias_initializer, kernel_regularizer: for U, V, b.
 
     Call arguments:
@@ -85,6 +91,7 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
         dropout=0.0,
         compatibility_dropout=0.0,
         faraway_rule="paper",
+        implementation="auto",
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         kernel_regularizer=None,
@@ -106,6 +113,20 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
         self.scale = float(scale)
         self.dropout = float(dropout)
         self.compatibility_dropout = float(compatibility_dropout)
+        if implementation not in IMPLEMENTATIONS:
+            raise ValueError(
+                f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}."
+            )
+        radius = None if self.positional_mask is None else self.positional_mask.radius
+        if implementation == "banded" and radius is None:
+            raise ValueError(
+                f"implementation='banded' needs a mask with a finite radius (a Faraway "
+                f"window); {self.positional_mask!r} lets a query see every key."
+            )
+        self.implementation = implementation
+        self._band = None
+        if radius is not None and implementation != "dense":
+            self._band = _band_of(self.positional_mask)
         self._init_weight_options(kernel_initializer, bias_initializer, kernel_regularizer)
         self.supports_masking = True
         self._dropout_layer = keras.layers.Dropout(self.dropout)
@@ -166,6 +187,8 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
         return self._activate(x + self.bias)
 
     def call(self, inputs, mask=None, return_attention_scores=False, training=None):
+        if self._band is not None:
+            return self._banded_call(inputs, mask, return_attention_scores, training)
         h = inputs
         n = ops.shape(h)[1]
         allowed, penalty = self_attention_allowed(self.positional_mask, n, mask)
@@ -191,6 +214,75 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
         if return_attention_scores:
             return outputs, weights
         return outputs
+
+    def _banded_call(self, h, mask, return_attention_scores, training):
+        """The same attention over the band of allowed offsets only.
+
+        For a translation-invariant mask with radius r, query q may only see
+        keys q + o for the offsets o in ``self._band`` (|o| <= r): each
+        offset's logits are one shifted copy of the key terms, so logits,
+        weights and the weighted sum are (batch, n, offsets[, d]) instead of
+        (batch, n, n[, d]).
+        """
+        offsets, penalties = self._band
+        r = max(abs(o) for o in offsets)
+        if mask is None:
+            mask = ops.ones(ops.shape(h)[:2], dtype="bool")
+        mask = ops.cast(mask, "bool")
+        scored = self._compatibility_dropout_layer(h, training=training)
+
+        def shifted(x, offset, fill):
+            # x[:, q + offset] for every query q, ``fill`` past either end.
+            pad = [(0, 0), (r, r)] + [(0, 0)] * (len(x.shape) - 2)
+            padded = ops.pad(x, pad, constant_values=fill)
+            start, stop = r + offset, r + offset - 2 * r
+            return padded[:, start:stop if stop else None]
+
+        if self.compatibility == "dot":
+            depth = ops.cast(ops.sqrt(float(h.shape[-1])), h.dtype)
+            logits = [ops.sum(scored * shifted(scored, o, 0.0), axis=-1) / depth for o in offsets]
+        else:
+            key_term = ops.matmul(scored, self.key_kernel)
+            query_term = ops.matmul(scored, self.query_kernel)
+            if self.compatibility == "additive":
+                key_term, query_term = key_term[..., 0], query_term[..., 0]
+            logits = [self._activate(shifted(key_term, o, 0.0) + query_term + self.bias)
+                      for o in offsets]
+        logits = ops.stack([ops.cast(x, "float32") + p for x, p in zip(logits, penalties)], axis=2)
+        allowed = ops.stack([shifted(mask, o, False) for o in offsets], axis=2)  # (b, n, O)
+        allowed = ops.logical_and(allowed, ops.expand_dims(mask, -1))  # padding queries: zero rows
+        if self.compatibility == "multi_dimensional":
+            allowed = ops.expand_dims(allowed, -1)
+        weights = masked_softmax(logits, allowed, axis=2)  # (b, n, O[, d])
+        dropped = ops.cast(self._dropout_layer(weights, training=training), h.dtype)
+        outputs = None
+        for i, o in enumerate(offsets):
+            w = dropped[:, :, i]
+            if self.compatibility != "multi_dimensional":
+                w = ops.expand_dims(w, -1)
+            term = w * shifted(h, o, 0.0)
+            outputs = term if outputs is None else outputs + term
+        outputs = zero_padding(outputs, mask)
+        if not return_attention_scores:
+            return outputs
+        return outputs, self._dense_weights(weights, offsets, ops.shape(h)[1])
+
+    @staticmethod
+    def _dense_weights(banded, offsets, n):
+        """Banded weights (b, n, O[, d]) laid out as the (b, n, n[, d]) matrix
+        ``[query, key]`` that the dense path returns (for inspection)."""
+        q = ops.expand_dims(ops.arange(n), 1)
+        k = ops.expand_dims(ops.arange(n), 0)
+        dense = None
+        for i, o in enumerate(offsets):
+            diagonal = ops.cast(k - q == o, "float32")  # (n, n)
+            w = banded[:, :, i]  # (b, n[, d])
+            if len(banded.shape) == 4:
+                term = ops.expand_dims(w, 2) * ops.expand_dims(diagonal, -1)
+            else:
+                term = ops.expand_dims(w, 2) * diagonal
+            dense = term if dense is None else dense + term
+        return dense
 
     def compute_mask(self, inputs, mask=None):
         return mask
@@ -228,7 +320,26 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
                 "dropout": self.dropout,
                 "compatibility_dropout": self.compatibility_dropout,
                 "faraway_rule": self.faraway_rule,
+                "implementation": self.implementation,
                 **self._weight_options_config(),
             }
         )
         return config
+
+
+def _band_of(positional_mask):
+    """``(offsets, penalties)`` of a translation-invariant mask with a finite
+    radius: the key offsets ``o`` (key = query + o) it allows, and the penalty
+    it adds at each, read off its matrices on a window of 2 * radius + 1."""
+    import numpy as np
+
+    r = positional_mask.radius
+    allowed, penalty = positional_mask.matrices(2 * r + 1)
+    row_allowed = np.ones(2 * r + 1, bool) if allowed is None else \
+        np.asarray(ops.convert_to_numpy(allowed))[r]
+    row_penalty = np.zeros(2 * r + 1) if penalty is None else \
+        np.asarray(ops.convert_to_numpy(penalty))[r]
+    offsets = [int(o) for o in range(-r, r + 1) if row_allowed[o + r]]
+    if not offsets:
+        raise ValueError(f"{positional_mask!r} allows no key at all.")
+    return offsets, [float(row_penalty[o + r]) for o in offsets]
