@@ -50,11 +50,25 @@ def quiet_tensorflow():
         import tensorflow  # noqa: F401
 
 
+def _dataset_names():
+    from keras_posattn.datasets import catalog
+
+    return catalog.known_datasets()
+
+
 def _add_data_arguments(p):
     """The data options `train` and `tune` share."""
     p.add_argument("--train", dest="train_path", help="labelled training file (.tsv, .csv, .jsonl)")
     p.add_argument("--test", dest="test_path", help="labelled test file")
     p.add_argument("--dev", dest="dev_path", help="labelled validation file (default: 10%% of train)")
+    p.add_argument("--dataset", help="a benchmark set by name instead of files: "
+                   + ", ".join(_dataset_names()) + " (see `keras-posattn datasets`)")
+    p.add_argument("--data-dir", help="folder holding the named datasets' folders "
+                   "(default: $KERAS_POSATTN_DATA)")
+    p.add_argument("--fold", type=int, help="test fold 0..9 of a cross-validated set (mr, cr, "
+                   "subj, mpqa; default 0)")
+    p.add_argument("--phrases", action="store_true",
+                   help="train on every labelled phrase of SST's training trees (sst5, sst2)")
     p.add_argument("--embeddings", help="'glove-6b-50d' (default with --train), a GloVe/"
                    "word2vec text file, or 'none' for random initialisation")
     p.add_argument("--max-length", type=int, help="tokens kept per text")
@@ -188,6 +202,21 @@ def _export(args):
     return 0
 
 
+def _datasets(args):
+    from keras_posattn.datasets import catalog
+
+    data_dir = Path(args.data_dir) if args.data_dir else catalog.default_data_dir()
+    for name, spec in sorted(catalog.DATASETS.items()):
+        where = ""
+        if data_dir is not None:
+            where = "  [present]" if (data_dir / spec.folder).is_dir() else "  [absent]"
+        print(f"{name:16s} {spec.description}{where}")
+    print("tfds:NAME        a TensorFlow Datasets set (needs tensorflow-datasets and the network)")
+    if data_dir is None:
+        print(f"\nSet {catalog.DATA_VARIABLE} or pass --data-dir to read them by name.")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="keras-posattn", description=__doc__.split("\n")[0])
     parser.add_argument("--tf-logs", action="store_true",
@@ -199,6 +228,9 @@ def main(argv=None):
     _attention_parser(sub)
     models = sub.add_parser("models", help="list zoo models")
     models.add_argument("pattern", nargs="?", default="*")
+    datasets = sub.add_parser("datasets", help="list the benchmark sets --dataset reads by name")
+    datasets.add_argument("--data-dir", help="also say which are present in this folder "
+                          "(default: $KERAS_POSATTN_DATA)")
     args = parser.parse_args(argv)
     if args.tf_logs:
         os.environ[TF_LOGS_VARIABLE] = "1"
@@ -210,6 +242,9 @@ def main(argv=None):
         for name in zoo.list_models(args.pattern):
             print(f"{name:28s} {zoo.get_preset(name).get('description', '')}")
         return 0
+
+    if args.command == "datasets":
+        return _datasets(args)
 
     if args.command in ("export", "attention"):
         try:

@@ -274,7 +274,8 @@ def tune(model_name, train_path=None, test_path=None, dev_path=None, embeddings=
          max_length=None, max_tokens=None, standardize="lower_and_strip_punctuation", seed=1234,
          demo_size=None, tuner="random", max_trials=5, epochs=3, batch_size=None,
          directory="tuning_runs", project=None, overwrite=False, train_best=False,
-         best_epochs=None, export_dir="saved_models", overrides=None, verbose=0, log=print):
+         best_epochs=None, export_dir="saved_models", overrides=None, verbose=0, log=print,
+         dataset=None, data_dir=None, fold=None, phrases=False):
     """Search ``model_name``'s family space on the given data (the embedded
     default task without files); print the best trials; with ``train_best``,
     train the best configuration through the trainer's stages and export it.
@@ -286,11 +287,13 @@ def tune(model_name, train_path=None, test_path=None, dev_path=None, embeddings=
     from keras_posattn.training import trainer
 
     keras.utils.set_random_seed(seed)
-    settings = trainer.resolve_settings(model_name, demo=train_path is None, overrides=overrides,
+    demo = train_path is None and dataset is None
+    settings = trainer.resolve_settings(model_name, demo=demo, overrides=overrides,
                                         batch_size=batch_size)
     data = trainer.prepare_data(
         settings, train_path, test_path, dev_path, embeddings=embeddings, max_length=max_length,
         max_tokens=max_tokens, standardize=standardize, seed=seed, demo_size=demo_size,
+        dataset=dataset, data_dir=data_dir, fold=fold, phrases=phrases,
     )
     hypermodel = hypermodel_for(model_name, data, settings=settings)
     search = run_search(hypermodel, kind=tuner, max_trials=max_trials, epochs=epochs,

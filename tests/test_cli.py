@@ -286,3 +286,28 @@ def test_attention_command_draws_pngs_from_a_run_and_from_an_export(demo_run, tm
     assert sorted(p.name for p in (tmp_path / "png2").iterdir()) == from_run
     from PIL import Image
     assert Image.open(tmp_path / "png" / "text0_attention_fa2.png").size[0] > 100
+
+
+def test_train_on_a_dataset_by_name(tmp_path):
+    """--dataset/--data-dir/--fold reach the catalog and the run's result.json."""
+    rows = [f"{i % 2}\t{'good' if i % 2 else 'bad'} film number {i}" for i in range(60)]
+    (tmp_path / "data" / "mr").mkdir(parents=True)
+    (tmp_path / "data" / "mr" / "all.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    code = cli.main(["train", "mpsan", "--dataset", "mr", "--data-dir", str(tmp_path / "data"),
+                     "--fold", "4", "--epochs", "1",
+                     "--output-dir", str(tmp_path / "run"), "--no-export", *SMALL])
+    assert code == 0
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert (result["dataset"], result["fold"], result["num_folds"]) == ("mr", 4, 10)
+    assert "fold 4 of 10" in result["data"]
+
+
+def test_dataset_errors_are_one_line(tmp_path, capsys):
+    assert cli.main(["train", "mpsan", "--dataset", "trek", "--data-dir", str(tmp_path),
+                     "--output-dir", str(tmp_path / "run")]) == 2
+    assert "Did you mean: trec" in capsys.readouterr().err
+    assert cli.main(["train", "mpsan", "--dataset", "trec", "--train", "x.tsv",
+                     "--output-dir", str(tmp_path / "run")]) == 2
+    assert "alternatives" in capsys.readouterr().err
+    assert cli.main(["datasets", "--data-dir", str(tmp_path)]) == 0
+    assert "sst5" in capsys.readouterr().out

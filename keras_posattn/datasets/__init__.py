@@ -3,6 +3,14 @@
 Nothing here imports TensorFlow or Keras.
 """
 
+from keras_posattn.datasets.catalog import (
+    DATASETS,
+    DatasetError,
+    known_datasets,
+    load_dataset,
+    parse_tree,
+    stratified_folds,
+)
 from keras_posattn.datasets.readers import (
     SUPPORTED_FORMATS,
     DataFormatError,
@@ -24,6 +32,12 @@ from keras_posattn.datasets.synthetic import (
 )
 
 __all__ = [
+    "DATASETS",
+    "DatasetError",
+    "known_datasets",
+    "load_dataset",
+    "parse_tree",
+    "stratified_folds",
     "DEFAULT_SAMPLE_LABEL",
     "DEFAULT_SAMPLE_SENTENCE",
     "DataFormatError",

@@ -41,6 +41,9 @@ class Splits:
     description: str
     sample_text: str = None
     notes: list = dataclasses.field(default_factory=list)
+    name: str = None  # the dataset's name, when loaded by name
+    fold: int = None  # the test fold of a cross-validated set
+    num_folds: int = None
 
 
 def hold_out(split, rng, fraction=0.1):

@@ -144,13 +144,17 @@ def resolve_settings(model_name, demo, overrides=None, recipe_name="paper", **re
 
 def prepare_data(settings, train_path=None, test_path=None, dev_path=None, embeddings=None,
                  max_length=None, max_tokens=None, standardize="lower_and_strip_punctuation",
-                 seed=1234, demo_size=None, length_cap=400):
+                 seed=1234, demo_size=None, length_cap=400, dataset=None, data_dir=None,
+                 fold=None, phrases=False):
     """Splits, the family's preprocessor and the word vectors for a run.
 
     Args:
         settings: from ``resolve_settings``.
         train_path, test_path, dev_path: labelled files; without
-            ``train_path`` the embedded default task is generated.
+            ``train_path`` (and without ``dataset``) the embedded default
+            task is generated.
+        dataset, data_dir, fold, phrases: a benchmark set by name instead
+            of files (``keras_posattn.datasets.load_dataset``).
         embeddings: ``"glove-6b-50d"``, a GloVe/word2vec text file, or
             ``"none"``. Default: the recipe's vectors when training on files,
             none on the embedded task.
@@ -163,7 +167,19 @@ def prepare_data(settings, train_path=None, test_path=None, dev_path=None, embed
     """
     from keras_posattn.datasets import splits as splits_lib
 
-    if train_path is None:
+    if dataset is not None:
+        from keras_posattn.datasets import catalog
+
+        if train_path is not None or test_path is not None or dev_path is not None:
+            raise TrainingError("--dataset and --train/--test/--dev are alternatives; pass one.")
+        try:
+            splits = catalog.load_dataset(dataset, data_dir, fold=fold, seed=seed,
+                                          phrases=phrases)
+        except catalog.DatasetError as e:
+            raise TrainingError(str(e)) from None
+    elif fold is not None or phrases:
+        raise TrainingError("--fold and --phrases apply to --dataset.")
+    elif train_path is None:
         if test_path is not None or dev_path is not None:
             raise TrainingError("--test/--dev need --train as well.")
         splits = splits_lib.embedded_task(seed=seed, size=demo_size)
@@ -424,8 +440,12 @@ def train(model_name, dtype_policy=None, **kwargs):
     Args:
         model_name: a name from ``keras_posattn.zoo.list_models()``.
         train_path, test_path, dev_path: labelled text files (TSV, CSV,
-            JSONL). Without ``train_path`` the embedded default task is used,
-            with the preset's smaller ``demo`` settings.
+            JSONL). Without ``train_path`` or ``dataset`` the embedded default
+            task is used, with the preset's smaller ``demo`` settings.
+        dataset: a benchmark set by name (``keras_posattn.datasets.
+            known_datasets()``), read from ``data_dir`` (default: the
+            ``KERAS_POSATTN_DATA`` variable); ``fold`` picks the test fold of
+            a cross-validated set, ``phrases`` trains on SST's phrases.
         embeddings: ``"glove-6b-50d"``, a path to a GloVe/word2vec text file,
             or ``"none"``. Default: the recipe's vectors (``glove-6b-50d``,
             offline) when training on files, none on the embedded task.
@@ -470,7 +490,8 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
            max_tokens=None, standardize="lower_and_strip_punctuation", overrides=None,
            output_dir=None, export_dir="saved_models", export=True, resume=False,
            overwrite=False, seed=1234, demo_size=None, sample_text=None, verbose=None,
-           callbacks=None, strategy=None, projector=False, recipe=None):
+           callbacks=None, strategy=None, projector=False, recipe=None, dataset=None,
+           data_dir=None, fold=None, phrases=False):
     from keras_posattn.training import distribute
 
     started = time.time()
@@ -478,7 +499,7 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
     strategy = distribute.make_strategy(strategy)
     num_workers = distribute.task()[2] if isinstance(
         strategy, tf.distribute.MultiWorkerMirroredStrategy) else 1
-    demo = train_path is None
+    demo = train_path is None and dataset is None
     if recipe is None:
         # On files with the default vectors (50d GloVe), a preset's tuned 50d
         # recipe is the default; the paper's is one --recipe paper away.
@@ -502,7 +523,8 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
     data = prepare_data(
         settings, train_path, test_path, dev_path, embeddings=embeddings,
         max_length=max_length, max_tokens=max_tokens, standardize=standardize,
-        seed=seed, demo_size=demo_size,
+        seed=seed, demo_size=demo_size, dataset=dataset, data_dir=data_dir, fold=fold,
+        phrases=phrases,
     )
     if strategy is not None:
         with strategy.scope():
@@ -532,6 +554,10 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
         recipe=recipe.as_dict(),
         recipe_name=settings.recipe_name,
         data=data.splits.description,
+        dataset=data.splits.name,
+        fold=data.splits.fold,
+        num_folds=data.splits.num_folds,
+        phrases=bool(phrases),
         embeddings=data.vectors_name,
         seconds=round(time.time() - started, 1),
         versions={"tensorflow": tf.__version__, "keras": keras.__version__,
