@@ -5,6 +5,8 @@ trainer, the saved ``classifier.keras`` and the SavedModel export all go
 through an instance of it, so training and serving see the same ids.
 """
 
+from keras_posattn.preprocessing.document_preprocessor import DocumentPreprocessor
+from keras_posattn.preprocessing.document_preprocessor import split_sentences
 from keras_posattn.preprocessing.text_preprocessor import TextPreprocessor
 from keras_posattn.preprocessing.tokenizer import (
     OOV_TOKEN,
@@ -16,11 +18,13 @@ from keras_posattn.preprocessing.tokenizer import (
 )
 
 __all__ = [
+    "DocumentPreprocessor",
     "OOV_TOKEN",
     "PAD_TOKEN",
     "STANDARDIZE_OPTIONS",
     "TextPreprocessor",
     "build_vocabulary",
     "count_tokens",
+    "split_sentences",
     "tokenize",
 ]

@@ -135,27 +135,10 @@ class TextPreprocessor(keras.layers.Layer):
                 used as automatic ``max_length``.
             **kwargs: other constructor arguments.
         """
-        if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of strings, not one string.")
-        texts = list(texts)
-        if not texts:
-            raise ValueError("cannot build a vocabulary from zero texts.")
+        texts = cls._check_texts(texts)
         counts, lengths = tokenizer_lib.count_tokens(texts, standardize, split)
-        words = tokenizer_lib.build_vocabulary(counts, max_tokens=max_tokens, min_count=min_count)
-        if not words:
-            raise ValueError(
-                f"no token occurs at least min_count={min_count} times in the {len(texts)} texts."
-            )
-        if max_length is None:
-            if length_percentile is not None:
-                if not 0 <= length_percentile <= 100:
-                    raise ValueError(f"length_percentile must be in [0, 100], got {length_percentile}.")
-                max_length = math.ceil(float(np.percentile(lengths, length_percentile)) - 1e-9)
-            else:
-                max_length = int(lengths.max())
-            if length_cap is not None:
-                max_length = min(max_length, int(length_cap))
-            max_length = max(1, int(max_length))
+        words = cls._words(counts, max_tokens, min_count, len(texts))
+        max_length = cls.automatic_length(lengths, max_length, length_percentile, length_cap)
         return cls(
             vocabulary=[PAD_TOKEN, OOV_TOKEN] + words,
             max_length=max_length,
@@ -163,6 +146,43 @@ class TextPreprocessor(keras.layers.Layer):
             split=split,
             **kwargs,
         )
+
+    @staticmethod
+    def _check_texts(texts):
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of strings, not one string.")
+        texts = list(texts)
+        if not texts:
+            raise ValueError("cannot build a vocabulary from zero texts.")
+        return texts
+
+    @staticmethod
+    def _words(counts, max_tokens, min_count, num_texts):
+        words = tokenizer_lib.build_vocabulary(counts, max_tokens=max_tokens, min_count=min_count)
+        if not words:
+            raise ValueError(
+                f"no token occurs at least min_count={min_count} times in the {num_texts} texts."
+            )
+        return words
+
+    @staticmethod
+    def automatic_length(lengths, length=None, percentile=None, cap=None):
+        """``length`` if given, else the longest of ``lengths`` (or their
+        ``percentile``, 0-100), capped at ``cap``; at least 1."""
+        if length is not None:
+            return int(length)
+        lengths = np.asarray(lengths)
+        if not lengths.size:
+            return 1
+        if percentile is not None:
+            if not 0 <= percentile <= 100:
+                raise ValueError(f"length_percentile must be in [0, 100], got {percentile}.")
+            length = math.ceil(float(np.percentile(lengths, percentile)) - 1e-9)
+        else:
+            length = int(lengths.max())
+        if cap is not None:
+            length = min(length, int(cap))
+        return max(1, int(length))
 
     # --- the graph --------------------------------------------------------
 
@@ -227,21 +247,35 @@ class TextPreprocessor(keras.layers.Layer):
         ids = np.asarray(ids).reshape(-1)
         return [self.vocabulary[i] for i in ids if i != 0]
 
-    def bucket_widths(self, smallest=8, growth=2.0):
+    def bucket_widths(self, smallest=8, growth=2.0, maximum=None):
         """Padded lengths the training batches are bucketed to.
 
-        Powers of two from ``smallest`` below ``max_length``, then
-        ``max_length``; a width within 25% of the next is dropped (it would
-        cost one more compiled shape for little saving).
+        Powers of two from ``smallest`` below ``maximum`` (default
+        ``max_length``), then ``maximum``; a width within 25% of the next is
+        dropped (it would cost one more compiled shape for little saving).
         """
+        maximum = int(maximum or self.max_length)
         widths = []
         width = smallest
-        while width < self.max_length:
+        while width < maximum:
             widths.append(int(width))
             width *= growth
-        widths.append(self.max_length)
+        widths.append(maximum)
         kept = [w for w, nxt in zip(widths, widths[1:]) if nxt >= 1.25 * w]
-        return kept + [self.max_length]
+        return kept + [maximum]
+
+    @staticmethod
+    def count_batches(lengths, widths, batch_size):
+        """Batches a bucketed pipeline makes: each bucket's count of
+        examples (by ``lengths``, bucketed to ``widths``), rounded up."""
+        bucket = np.searchsorted(widths, np.maximum(np.asarray(lengths), 1))
+        counts = np.bincount(bucket, minlength=len(widths))
+        return int(sum(-(-int(c) // batch_size) for c in counts))
+
+    def model_sizes(self):
+        """The model arguments this preprocessor's outputs fix (the trainer
+        passes them to ``zoo.build``)."""
+        return {"max_length": self.max_length}
 
     def dataset(self, texts, labels, batch_size, shuffle_seed=None, buckets=True):
         """A ``tf.data`` pipeline of (token ids, labels) batches.
@@ -278,19 +312,20 @@ class TextPreprocessor(keras.layers.Layer):
             # Bucketing hides the number of batches from tf.data; it is known
             # (each bucket's count, rounded up to batches), and Keras wants it
             # for its progress bar and to not warn that the data "ran out".
-            lengths = ids.row_lengths().numpy()
-            bucket = np.searchsorted(widths, np.maximum(lengths, 1))
-            counts = np.bincount(bucket, minlength=len(widths))
-            batches = int(sum(-(-int(c) // batch_size) for c in counts))
+            batches = self.count_batches(ids.row_lengths().numpy(), widths, batch_size)
             ds = ds.apply(tf.data.experimental.assert_cardinality(batches))
         return ds.prefetch(tf.data.AUTOTUNE)
 
     @staticmethod
-    def _pad_to_bucket(x, widths):
-        """Pad a batch (b, n) to the smallest bucket width >= max(n, 1)."""
-        n = tf.maximum(tf.shape(x)[1], 1)
+    def _bucket_width(n, widths):
+        """The smallest of ``widths`` >= max(n, 1) (a scalar tensor)."""
         widths_t = tf.constant(widths, tf.int32)
-        width = tf.reduce_min(tf.boolean_mask(widths_t, widths_t >= n))
+        return tf.reduce_min(tf.boolean_mask(widths_t, widths_t >= tf.maximum(n, 1)))
+
+    @classmethod
+    def _pad_to_bucket(cls, x, widths):
+        """Pad a batch (b, n) to the smallest bucket width >= max(n, 1)."""
+        width = cls._bucket_width(tf.shape(x)[1], widths)
         return tf.pad(x, [[0, 0], [0, width - tf.shape(x)[1]]])
 
     def get_config(self):

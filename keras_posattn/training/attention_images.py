@@ -387,9 +387,11 @@ class AttentionImages(keras.callbacks.Callback):
         than columns - rows are labelled q1, q2...) or
         ``(batch, n)`` 1-D weights over tokens, e.g. pooling weights averaged
         over features (logged as ``pooling/<name>/example_<k>``).
-      token_ids: int array ``(batch, n)`` of fixed examples; only the first
+      token_ids: int array ``(batch, n)`` (or ``(batch, sentences, words)``
+        for hierarchical models) of fixed examples; only the first
         ``max_examples`` rows are passed to ``attention_fn``.
-      tokens: list (one per example) of lists of the real token strings.
+      tokens: list (one per example) of lists of the real token strings
+        (one label per sentence for sentence-level maps).
       every_n_epochs: write after every ``every_n_epochs``-th epoch (epochs
         ``every_n_epochs - 1``, ``2 * every_n_epochs - 1``, ...); the last
         epoch is also written at train end if it was not already.
@@ -417,8 +419,9 @@ class AttentionImages(keras.callbacks.Callback):
         self.subdir = subdir
         self.attention_fn = attention_fn
         self.token_ids = np.asarray(token_ids)
-        if self.token_ids.ndim != 2:
-            raise ValueError(f"`token_ids` must be (batch, n), got {self.token_ids.shape}.")
+        if self.token_ids.ndim < 2:
+            raise ValueError(f"`token_ids` must be (batch, n) or (batch, sentences, words), "
+                             f"got {self.token_ids.shape}.")
         self.tokens = [list(t) for t in tokens]
         self.every_n_epochs = int(every_n_epochs)
         self.max_examples = int(max_examples)
