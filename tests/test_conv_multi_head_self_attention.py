@@ -69,8 +69,11 @@ def reference(layer, e):
         v = numpy_same_conv(e, *conv_weights(value_conv))
         v = np.tanh(v) if value_conv.name == "value_tanh" else np_elu(v)
         branches.append(np_multi_head(q, k, v, layer.num_heads))
-    (out_a, p_a), (out_b, p_b) = branches
     gamma, beta = (to_numpy(w).astype("float64") for w in layer._layer_norm.weights)
+    if not layer.parallel:  # Table 2's "one self-attention"
+        (out_a, p_a), = branches
+        return np_layer_norm(out_a, gamma, beta, layer.layer_norm_epsilon), p_a
+    (out_a, p_a), (out_b, p_b) = branches
     return np_layer_norm(out_a * out_b, gamma, beta, layer.layer_norm_epsilon), p_a, p_b
 
 
@@ -94,6 +97,24 @@ def test_matches_numpy_reference_on_each_sequence(kernel_size):
         np.testing.assert_allclose(out[b, :length], ref_out, atol=2e-4, rtol=1e-4)
         np.testing.assert_allclose(p_a[b, :, :length, :length], ref_a, atol=1e-5)
         np.testing.assert_allclose(p_b[b, :, :length, :length], ref_b, atol=1e-5)
+
+
+def test_one_attention_matches_numpy_reference():
+    x, mask = padded_batch([6, 2], n=6, seed=9)
+    layer = built_layer(x, parallel=False)
+    assert len(layer._branches) == 1 and len(layer.trainable_weights) == 8
+    out, p_a = (to_numpy(t) for t in layer(x, mask=mask, return_attention_scores=True))
+    for b, length in enumerate(mask.sum(axis=1)):
+        ref_out, ref_a = reference(layer, x[b, :length])
+        np.testing.assert_allclose(out[b, :length], ref_out, atol=2e-4, rtol=1e-4)
+        np.testing.assert_allclose(p_a[b, :, :length, :length], ref_a, atol=1e-5)
+        assert np.all(out[b, length:] == 0)
+    run_layer_test(
+        lambda: ConvMultiHeadSelfAttention(units=UNITS, num_heads=HEADS, parallel=False),
+        x, mask=mask, call_kwargs={"return_attention_scores": True},
+        expected_output_shape=[(2, 6, UNITS), (2, HEADS, 6, 6)],
+        expected_num_trainable_weights=8,
+    )
 
 
 def test_padding_invariance():

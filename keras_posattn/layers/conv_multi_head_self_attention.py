@@ -26,6 +26,9 @@ class ConvMultiHeadSelfAttention(ConvAttentionOptions, keras.layers.Layer):
             head_i = softmax(Q_i K_i^T / sqrt(units / h)) V_i
         out = LayerNorm(MultiHead(Q_a, K_a, V_a) * MultiHead(Q_b, K_b, V_b))
 
+    With ``parallel=False`` only the first attention runs (Table 2's "one
+    self-attention" variants): ``out = LayerNorm(MultiHead(Q_a, K_a, V_a))``.
+
     Every convolution is a ``MaskedConv1D`` (window ``kernel_size``,
     ``"same"`` padding, ``units`` filters), so padding never enters a real
     position's window. The attention goes through
@@ -57,6 +60,8 @@ class ConvMultiHeadSelfAttention(ConvAttentionOptions, keras.layers.Layer):
             divisible by ``num_heads`` (paper: 512).
         num_heads: h (paper: 8).
         kernel_size: the convolution window (paper: 3 words).
+        parallel: two attentions multiplied (True, the full HCAN) or the
+            ELU one alone (False).
         dropout: dropout rate on the attention weights (paper: 0.1).
         layer_norm_epsilon: epsilon of the final layer normalisation.
         kernel_initializer, bias_initializer, kernel_regularizer: for the six
@@ -65,8 +70,9 @@ class ConvMultiHeadSelfAttention(ConvAttentionOptions, keras.layers.Layer):
     Call arguments:
         inputs: float tensor (batch, n, d_in).
         mask: Keras padding mask (batch, n), True at real tokens.
-        return_attention_scores: also return the two attentions' weights,
-            as ``(outputs, scores_elu, scores_tanh)``, each float32
+        return_attention_scores: also return the attentions' weights,
+            as ``(outputs, scores_elu, scores_tanh)`` (``(outputs,
+            scores_elu)`` with ``parallel=False``), each float32
             (batch, num_heads, n, n) ``[.., query, key]``, taken before
             dropout.
         training: whether dropout is active.
@@ -87,6 +93,7 @@ class ConvMultiHeadSelfAttention(ConvAttentionOptions, keras.layers.Layer):
         units=512,
         num_heads=8,
         kernel_size=3,
+        parallel=True,
         dropout=0.1,
         layer_norm_epsilon=1e-6,
         kernel_initializer="orthogonal",
@@ -98,6 +105,7 @@ class ConvMultiHeadSelfAttention(ConvAttentionOptions, keras.layers.Layer):
         self._init_conv_attention(units, num_heads, kernel_size, dropout)
         self._init_weight_options(kernel_initializer, bias_initializer, kernel_regularizer)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
+        self.parallel = bool(parallel)
 
         # === Layers ===
         self._branches = [
@@ -106,7 +114,7 @@ class ConvMultiHeadSelfAttention(ConvAttentionOptions, keras.layers.Layer):
                 self._masked_conv(f"key_{suffix}", qk_activation),
                 self._masked_conv(f"value_{suffix}", v_activation),
             )
-            for suffix, qk_activation, v_activation in BRANCHES
+            for suffix, qk_activation, v_activation in BRANCHES[: 2 if self.parallel else 1]
         ]
         self._layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, name="layer_norm", dtype=self.dtype_policy
@@ -166,6 +174,7 @@ class ConvMultiHeadSelfAttention(ConvAttentionOptions, keras.layers.Layer):
         config.update(
             {
                 **self._conv_attention_config(),
+                "parallel": self.parallel,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
             }
         )
