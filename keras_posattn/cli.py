@@ -71,7 +71,10 @@ def _add_data_arguments(p):
                    help="train on every labelled phrase of SST's training trees (sst5, sst2)")
     p.add_argument("--embeddings", help="'glove-6b-50d' (default with --train), a GloVe/"
                    "word2vec text file, or 'none' for random initialisation")
-    p.add_argument("--max-length", type=int, help="tokens kept per text")
+    p.add_argument("--max-length", type=int, help="tokens kept per text (per sentence for "
+                   "hierarchical models)")
+    p.add_argument("--max-sentences", type=int,
+                   help="sentences kept per document (hierarchical models: hcan, han)")
     p.add_argument("--max-tokens", type=int, help="vocabulary size cap")
     p.add_argument("--standardize", default="lower_and_strip_punctuation",
                    choices=("lower_and_strip_punctuation", "lower", "strip_punctuation", "none"),

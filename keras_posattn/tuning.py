@@ -275,7 +275,7 @@ def tune(model_name, train_path=None, test_path=None, dev_path=None, embeddings=
          demo_size=None, tuner="random", max_trials=5, epochs=3, batch_size=None,
          directory="tuning_runs", project=None, overwrite=False, train_best=False,
          best_epochs=None, export_dir="saved_models", overrides=None, verbose=0, log=print,
-         dataset=None, data_dir=None, fold=None, phrases=False):
+         dataset=None, data_dir=None, fold=None, phrases=False, max_sentences=None):
     """Search ``model_name``'s family space on the given data (the embedded
     default task without files); print the best trials; with ``train_best``,
     train the best configuration through the trainer's stages and export it.
@@ -294,6 +294,7 @@ def tune(model_name, train_path=None, test_path=None, dev_path=None, embeddings=
         settings, train_path, test_path, dev_path, embeddings=embeddings, max_length=max_length,
         max_tokens=max_tokens, standardize=standardize, seed=seed, demo_size=demo_size,
         dataset=dataset, data_dir=data_dir, fold=fold, phrases=phrases,
+        max_sentences=max_sentences,
     )
     hypermodel = hypermodel_for(model_name, data, settings=settings)
     search = run_search(hypermodel, kind=tuner, max_trials=max_trials, epochs=epochs,

@@ -62,6 +62,19 @@ def sample_texts(count=6, seed=0, max_words=12):
             for _ in range(count)]
 
 
+def sample_documents(count=6, seed=0, max_sentences=4, max_words=9):
+    """Documents of 1 to ``max_sentences`` sentences ("... . ... !"), for
+    hierarchical models."""
+    rng = np.random.default_rng(seed)
+    documents = []
+    for _ in range(count):
+        n = int(rng.integers(1, max_sentences + 1))
+        sentences = sample_texts(n, seed=int(rng.integers(1 << 30)), max_words=max_words)
+        ends = rng.choice([".", "!", "?"], size=n)
+        documents.append(" ".join(s + e for s, e in zip(sentences, ends)))
+    return documents
+
+
 def pad_inputs(inputs, extra):
     """Add ``extra`` padding positions on every non-batch axis."""
     inputs = np.asarray(inputs)
@@ -98,7 +111,7 @@ def check_contract(model):
     assert model.embedding.output_dim == model.embedding_dim
 
 
-def run_model_test(name, small_config, num_classes=3, check_export=True, seed=0):
+def run_model_test(name, small_config, num_classes=3, check_export=True, seed=0, texts=None):
     """Run the shared checks on zoo model ``name`` (see the module docstring).
 
     Args:
@@ -107,13 +120,15 @@ def run_model_test(name, small_config, num_classes=3, check_export=True, seed=0)
             fast (e.g. ``{"embedding_dim": 16}``).
         num_classes: classes of the small model.
         check_export: also export and reload in a fresh process (slowest).
+        texts: the training texts (default: ``sample_texts``; documents of
+            several sentences for hierarchical models, ``sample_documents``).
 
     Returns:
         The small model and its preprocessor.
     """
     check_bare_build(name)
 
-    texts = sample_texts(8, seed=seed)
+    texts = sample_texts(8, seed=seed) if texts is None else list(texts)
     cls = zoo.families()[zoo.get_preset(name)["family"]]
     preprocessor = cls.preprocessor_cls.from_texts(texts)
     keras.utils.set_random_seed(seed)
@@ -171,7 +186,8 @@ def run_model_test(name, small_config, num_classes=3, check_export=True, seed=0)
 
     # --- export, reloaded in a fresh process without keras_posattn ---
     if check_export:
-        check_fresh_process_export(model, preprocessor, texts + ["", "unknownword " * 300])
+        check_fresh_process_export(model, preprocessor,
+                                   texts + ["", "unknownword " * 300, "word. " * 100])
     return model, preprocessor
 
 

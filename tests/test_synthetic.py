@@ -229,3 +229,28 @@ def test_order_aware_model_learns_task(task):
               batch_size=64, epochs=6, verbose=0)
     _, acc = model.evaluate(encode(task.test_texts), task.test_labels, verbose=0)
     assert acc >= 0.85, acc
+
+
+def test_document_variant_keeps_labels_and_hides_them_from_word_counts():
+    import tensorflow as tf
+
+    from keras_posattn.datasets.synthetic import ADJECTIVES
+    from keras_posattn.datasets.synthetic import NEGATORS
+    from keras_posattn.datasets.synthetic import as_documents
+    from keras_posattn.preprocessing import split_sentences
+
+    task = generate_position_task(num_train=200, num_test=50, seed=3)
+    docs = as_documents(task, max_extra_sentences=3, seed=3)
+    assert docs.train_labels.tolist() == task.train_labels.tolist()
+    positions = []
+    for text, doc, label in zip(task.train_texts, docs.train_texts, docs.train_labels):
+        sentences = [s.decode().rstrip(".") for s in
+                     split_sentences(tf.constant([doc]))[0].numpy()]
+        assert 2 <= len(sentences) <= 4
+        assert sentences.count(text) == 1  # the labelled sentence, intact
+        positions.append(sentences.index(text))
+        for other in sentences:
+            if other != text:  # filler only: no key word
+                assert not set(other.split()) & (set(NEGATORS) | set(ADJECTIVES))
+        assert label_of(text) == label
+    assert len(set(positions)) == 4  # the key sentence is anywhere

@@ -184,6 +184,10 @@ def test_distributed_search_chief_and_two_workers(tmp_path):
     ("cspan", {"num_queries": 16, "num_layers": 1, "query_fusion": "concat"}),
     ("epn", {"num_blocks": 7, "region_sizes": [3, 4, 5], "region_filters": [30, 30, 40]}),
     ("spe_cnn", {"filters": 128, "kernel_size": 3, "position_encoding": "interleaved"}),
+    ("hcan", {"units": 512, "num_heads": 8, "kernel_size": 3, "self_attentions": 2,
+              "pooling": "target"}),
+    ("hcan_flat", {"units": 512, "num_heads": 8, "kernel_size": 3, "self_attentions": 2,
+                   "pooling": "target"}),
 ])
 def test_family_spaces_default_to_the_paper(name, expected):
     from keras_posattn.training import trainer
@@ -210,3 +214,15 @@ def test_tune_cspan_quick_search(tmp_path):
     trials = [json.loads(p.read_text()) for p in (tmp_path / "cspan").glob("trial_*/trial.json")]
     assert len(trials) == 2 and all(t["status"] == "COMPLETED" for t in trials)
     assert all("num_queries" in t["hyperparameters"]["values"] for t in trials)
+
+
+def test_tune_hcan_on_documents(tmp_path):
+    """A hierarchical family searches on the embedded task's document variant
+    (token ids (batch, sentences, words), sentence-level attention images)."""
+    code = cli.main(["tune", "hcan", "--max-trials", "2", "--directory", str(tmp_path),
+                     "--demo-size", "200", "--epochs", "1", "--verbose", "0"])
+    assert code == 0
+    trials = [json.loads(p.read_text()) for p in (tmp_path / "hcan").glob("trial_*/trial.json")]
+    assert len(trials) == 2 and all(t["status"] == "COMPLETED" for t in trials)
+    assert all({"units", "num_heads", "pooling"} <= set(t["hyperparameters"]["values"])
+               for t in trials)

@@ -101,11 +101,14 @@ def test_build_names_the_model_after_the_preset():
 def test_every_preset_builds_and_runs(name):
     model = zoo.build(name, num_classes=4, **SMALL)
     ids = np.array([[5, 6, 7, 8, 0, 0], [9, 2, 0, 0, 0, 0], [3, 0, 0, 0, 0, 0]], dtype="int32")
+    if type(model).preprocessor_cls.input_rank == 2:
+        # Documents: (batch, sentences, words); the third is an empty document.
+        ids = np.stack([ids, ids[::-1], np.zeros_like(ids)])
     logits = to_numpy(model(ids, training=False))
     assert logits.shape == (3, 4)
     assert np.all(np.isfinite(logits))
-    # Padding never changes the logits, whatever the variant.
-    longer = np.pad(ids, [(0, 0), (0, 10)])
+    # Padding never changes the logits, whatever the variant (every padded axis).
+    longer = np.pad(ids, [(0, 0)] + [(0, 10)] * (ids.ndim - 1))
     np.testing.assert_allclose(to_numpy(model(longer, training=False)), logits, atol=1e-5)
 
 

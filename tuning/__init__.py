@@ -8,5 +8,6 @@ arguments. Read them, edit them: ``keras-posattn tune <model>`` uses them.
 
 from keras_posattn._tuning import cspan  # noqa: F401
 from keras_posattn._tuning import epn  # noqa: F401
+from keras_posattn._tuning import hcan  # noqa: F401
 from keras_posattn._tuning import mpsan  # noqa: F401
 from keras_posattn._tuning import spe_cnn  # noqa: F401

@@ -22,6 +22,7 @@ from keras_posattn.datasets.readers import (
     read_texts,
 )
 from keras_posattn.datasets.synthetic import (
+    DEFAULT_SAMPLE_DOCUMENT,
     DEFAULT_SAMPLE_LABEL,
     DEFAULT_SAMPLE_SENTENCE,
     LABEL_NAMES,
@@ -38,6 +39,7 @@ __all__ = [
     "load_dataset",
     "parse_tree",
     "stratified_folds",
+    "DEFAULT_SAMPLE_DOCUMENT",
     "DEFAULT_SAMPLE_LABEL",
     "DEFAULT_SAMPLE_SENTENCE",
     "DataFormatError",

@@ -87,15 +87,20 @@ def load_files(train_path, test_path=None, dev_path=None, seed=1234,
                   sample_text=test.texts[0] if len(test) else None, notes=notes)
 
 
-def embedded_task(seed=1234, size=None):
-    """The embedded default task as ``Splits`` (10% of train held out for validation)."""
+def embedded_task(seed=1234, size=None, documents=False):
+    """The embedded default task as ``Splits`` (10% of train held out for
+    validation); ``documents=True``: its multi-sentence variant
+    (``synthetic.as_documents``) for hierarchical models."""
     kwargs = {"seed": seed}
     if size:
         kwargs.update(num_train=int(size), num_test=max(200, int(size) // 4))
     task = synthetic.generate_position_task(**kwargs)
+    if documents:
+        task = synthetic.as_documents(task, seed=seed)
     train = Split(list(task.train_texts), np.asarray(task.train_labels, "int32"))
     test = Split(list(task.test_texts), np.asarray(task.test_labels, "int32"))
     train, dev = hold_out(train, np.random.default_rng(seed))
     return Splits(train, dev, test, list(task.label_names),
                   "embedded default: " + task.description.splitlines()[0],
-                  sample_text=synthetic.DEFAULT_SAMPLE_SENTENCE)
+                  sample_text=(synthetic.DEFAULT_SAMPLE_DOCUMENT if documents
+                               else synthetic.DEFAULT_SAMPLE_SENTENCE))

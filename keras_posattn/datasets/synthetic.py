@@ -89,6 +89,8 @@ __all__ = [
     "NEAR_MAX_DISTANCE",
     "NEGATORS",
     "SyntheticTask",
+    "DEFAULT_SAMPLE_DOCUMENT",
+    "as_documents",
     "generate_position_task",
     "label_of",
     "write_tsv",
@@ -369,3 +371,42 @@ def write_tsv(task: SyntheticTask, directory: str | os.PathLike) -> tuple[str, s
 # split).  The negator "not" is two tokens before "tasty": negated-positive.
 DEFAULT_SAMPLE_SENTENCE = "honestly the soup was not very tasty and we left early"
 DEFAULT_SAMPLE_LABEL = LABEL_NAMES[label_of(DEFAULT_SAMPLE_SENTENCE)]
+
+
+def as_documents(task: SyntheticTask, max_extra_sentences: int = 3,
+                 seed: int = 1234) -> SyntheticTask:
+    """The document variant of a task, for hierarchical models (HCAN, HAN).
+
+    Each text becomes one sentence of a document (its label's sentence),
+    placed at a random position among 1 to ``max_extra_sentences`` filler
+    sentences (class-independent filler, without negators or key
+    adjectives); sentences end with ``"."``. The label is the key
+    sentence's, so a model must find that sentence and read its word order;
+    word counts still carry nothing.
+    """
+    rng = np.random.default_rng(seed)
+
+    def documents(texts):
+        out = []
+        for text in texts:
+            sentences = [" ".join(_filler(rng)[0])
+                         for _ in range(int(rng.integers(1, max_extra_sentences + 1)))]
+            sentences.insert(int(rng.integers(len(sentences) + 1)), text)
+            out.append(" ".join(sentence + "." for sentence in sentences))
+        return out
+
+    first_line, _, rest = task.description.partition(". ")
+    return dataclasses.replace(
+        task,
+        train_texts=documents(task.train_texts),
+        test_texts=documents(task.test_texts),
+        description=(f"{first_line}, as documents: the key sentence among 1-"
+                     f"{max_extra_sentences} filler sentences. "
+                     + rest.replace("Each sentence", "The key sentence", 1)),
+    )
+
+
+#: A document of the document variant around ``DEFAULT_SAMPLE_SENTENCE``.
+DEFAULT_SAMPLE_DOCUMENT = (
+    "we shared a pizza on the weekend. " + DEFAULT_SAMPLE_SENTENCE + "."
+)

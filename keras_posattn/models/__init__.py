@@ -10,6 +10,9 @@ from keras_posattn.models.cspan import CSPAN
 from keras_posattn.models.disan import DiSAN
 from keras_posattn.models.dpcnn import DPCNN
 from keras_posattn.models.epn import EPN
+from keras_posattn.models.han import HAN
+from keras_posattn.models.hcan import HCAN
+from keras_posattn.models.hcan import FlatHCAN
 from keras_posattn.models.kim_cnn import KimCNN
 from keras_posattn.models.mpsan import MPSAN
 from keras_posattn.models.shallow_cnn import ShallowCNN
@@ -23,6 +26,9 @@ __all__ = [
     "DPCNN",
     "DiSAN",
     "EPN",
+    "FlatHCAN",
+    "HAN",
+    "HCAN",
     "KimCNN",
     "MPSAN",
     "SPECNN",

@@ -4,14 +4,17 @@ A zoo model is a functional ``keras.Model`` subclass (one file per paper in
 ``keras_posattn/models/``) that:
 
 - takes what its preprocessor makes (``preprocessor_cls``: token ids
-  (batch, n) for ``TextPreprocessor``, 0 = padding, 1 = unknown) and returns
+  (batch, n) for ``TextPreprocessor``, (batch, sentences, words) for
+  ``DocumentPreprocessor``; 0 = padding, 1 = unknown) and returns
   class logits (batch, num_classes), float32 under any dtype policy;
 - accepts the contract's constructor arguments, with the same meaning in
   every family: ``vocabulary_size``, ``num_classes``, ``max_length``,
   ``dropout``, ``embedding_dim``, ``trainable_embeddings``, ``embedding_l2``,
-  ``embedding_initializer`` (defaults: 20,000 words, 5 classes as on SST-5,
-  a U(-0.05, 0.05) table until pretrained vectors load; ``max_length`` and
-  the rest from the family's paper);
+  ``embedding_initializer``, and every other size its preprocessor's
+  ``model_sizes()`` names (``max_sentences`` for documents). Defaults:
+  20,000 words, 5 classes as on SST-5, a U(-0.05, 0.05) table until
+  pretrained vectors load; ``max_length`` and the rest from the family's
+  paper;
 - has its word embedding at ``model.embedding`` (a ``TokenEmbedding`` named
   ``"token_embedding"``, made with ``make_embedding``) and ends with one
   ``ClassificationHead`` named ``"head"`` (``model.head``);

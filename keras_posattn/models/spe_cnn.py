@@ -18,11 +18,12 @@ top-down, like the paper's Figure 1:
 
 Training (section 3.2): Adam, learning rate 1e-4, mini-batch 40, L2 1e-4,
 early stopping on a random 10% of the training set, which is the only
-stopping rule. ``zoo/spe_cnn.toml`` holds what ``Recipe`` can say (Adam
-1e-4, batch 40, an epoch cap); the trainer already holds 10% of the
-training data out for validation when no dev file is given, but it has no
-early stopping yet, so a run trains for the cap and keeps the last epoch's
-weights, not the best validation epoch's.
+stopping rule. ``zoo/spe_cnn.toml`` says it as a ``Recipe``: Adam 1e-4,
+batch 40, early stopping on the validation accuracy (patience 5, the best
+epoch's weights kept; the paper gives no patience) under a cap of 30
+epochs. The trainer holds 10% of the training data out for validation when
+no dev file is given (the paper's split); a set with a dev split
+validates on it.
 
 Choices the paper leaves open, made here and documented:
 

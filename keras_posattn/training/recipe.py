@@ -33,6 +33,8 @@ class Recipe:
             in at the end of training; None for none.
         weight_decay: decoupled weight decay (AdamW / SGD), None for none.
         clipnorm: gradient norm clipping, None for none.
+        beta_2: the second-moment decay of Adam / AdamW (None: Keras' 0.999;
+            HCAN trains with 0.99).
         lr_decay_epochs: epochs (0-based, as PyTorch's MultiStepLR milestones)
             at which the learning rate is multiplied by ``lr_decay_factor``.
         lr_decay_factor: the factor of each step (e.g. 0.1: divided by 10).
@@ -55,6 +57,7 @@ class Recipe:
     ema: float = None
     weight_decay: float = None
     clipnorm: float = None
+    beta_2: float = None
     lr_decay_epochs: list = None
     lr_decay_factor: float = 0.1
     early_stopping: int = None
@@ -73,6 +76,8 @@ class Recipe:
             raise ValueError(
                 f"{where}: unknown optimizer {recipe.optimizer!r}; known: {sorted(OPTIMIZERS)}."
             )
+        if recipe.beta_2 is not None and recipe.optimizer not in ("adam", "adamw"):
+            raise ValueError(f"{where}: beta_2 applies to adam and adamw, not {recipe.optimizer!r}.")
         return recipe
 
     def replace(self, **changes):
@@ -88,6 +93,8 @@ class Recipe:
             kwargs["weight_decay"] = float(self.weight_decay)
         if self.clipnorm:
             kwargs["clipnorm"] = float(self.clipnorm)
+        if self.beta_2 is not None:
+            kwargs["beta_2"] = float(self.beta_2)
         return OPTIMIZERS[self.optimizer](**kwargs)
 
     def schedule_callback(self):

@@ -145,7 +145,7 @@ def resolve_settings(model_name, demo, overrides=None, recipe_name="paper", **re
 def prepare_data(settings, train_path=None, test_path=None, dev_path=None, embeddings=None,
                  max_length=None, max_tokens=None, standardize="lower_and_strip_punctuation",
                  seed=1234, demo_size=None, length_cap=400, dataset=None, data_dir=None,
-                 fold=None, phrases=False):
+                 fold=None, phrases=False, max_sentences=None):
     """Splits, the family's preprocessor and the word vectors for a run.
 
     Args:
@@ -155,6 +155,9 @@ def prepare_data(settings, train_path=None, test_path=None, dev_path=None, embed
             task is generated.
         dataset, data_dir, fold, phrases: a benchmark set by name instead
             of files (``keras_posattn.datasets.load_dataset``).
+        max_sentences: sentences kept per document (hierarchical models;
+            default: the 95th percentile of the training documents', at
+            most 64).
         embeddings: ``"glove-6b-50d"``, a GloVe/word2vec text file, or
             ``"none"``. Default: the recipe's vectors when training on files,
             none on the embedded task.
@@ -182,7 +185,9 @@ def prepare_data(settings, train_path=None, test_path=None, dev_path=None, embed
     elif train_path is None:
         if test_path is not None or dev_path is not None:
             raise TrainingError("--test/--dev need --train as well.")
-        splits = splits_lib.embedded_task(seed=seed, size=demo_size)
+        splits = splits_lib.embedded_task(
+            seed=seed, size=demo_size,
+            documents=settings.family.preprocessor_cls.input_rank == 2)
     else:
         splits = splits_lib.load_files(train_path, test_path, dev_path, seed=seed)
     for note in splits.notes:
@@ -194,12 +199,25 @@ def prepare_data(settings, train_path=None, test_path=None, dev_path=None, embed
     )
     if standardize in ("none", ""):
         standardize = None
-    preprocessor = settings.family.preprocessor_cls.from_texts(
+    preprocessor_cls = settings.family.preprocessor_cls
+    options = {}
+    if max_sentences is not None:
+        if preprocessor_cls.input_rank != 2:
+            raise TrainingError(f"--max-sentences applies to hierarchical (document) models, "
+                                f"not {settings.model_name!r}.")
+        options["max_sentences"] = max_sentences
+    if preprocessor_cls.input_rank == 2:
+        # Sentences are short: no cap of the flat texts' kind on their length.
+        length_cap = None
+    preprocessor = preprocessor_cls.from_texts(
         splits.train.texts, max_length=max_length, max_tokens=max_tokens,
-        standardize=standardize, length_cap=length_cap,
+        standardize=standardize, length_cap=length_cap, **options,
     )
-    _log(f"Preprocessor: {preprocessor.vocabulary_size} words, at most "
-         f"{preprocessor.max_length} tokens per text.")
+    sizes = preprocessor.model_sizes()
+    shape = (f"at most {sizes['max_sentences']} sentences of {sizes['max_length']} words "
+             "per document" if "max_sentences" in sizes
+             else f"at most {preprocessor.max_length} tokens per text")
+    _log(f"Preprocessor: {preprocessor.vocabulary_size} words, {shape}.")
 
     defaulted = embeddings is None and not settings.demo
     if defaulted:
@@ -235,7 +253,8 @@ def build_model(settings, data, overrides=None, compile=True):
     """The zoo model at the data's sizes, pretrained vectors loaded, compiled.
 
     The contract arguments come from the data: ``num_classes`` (its classes),
-    ``vocabulary_size`` and ``max_length`` (its preprocessor) and, with
+    ``vocabulary_size`` and ``max_length`` (and ``max_sentences`` for
+    documents: its preprocessor's ``model_sizes()``) and, with
     pretrained vectors, ``embedding_dim``. ``overrides`` (e.g. a tuner's
     hyperparameters) replace the settings' config.
     """
@@ -244,7 +263,7 @@ def build_model(settings, data, overrides=None, compile=True):
     config.update(
         num_classes=len(data.label_names),
         vocabulary_size=data.preprocessor.vocabulary_size,
-        max_length=data.preprocessor.max_length,
+        **data.preprocessor.model_sizes(),
     )
     if data.vectors is not None:
         config["embedding_dim"] = int(data.vectors.matrix.shape[1])
@@ -491,7 +510,7 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
            output_dir=None, export_dir="saved_models", export=True, resume=False,
            overwrite=False, seed=1234, demo_size=None, sample_text=None, verbose=None,
            callbacks=None, strategy=None, projector=False, recipe=None, dataset=None,
-           data_dir=None, fold=None, phrases=False):
+           data_dir=None, fold=None, phrases=False, max_sentences=None):
     from keras_posattn.training import distribute
 
     started = time.time()
@@ -524,7 +543,7 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
         settings, train_path, test_path, dev_path, embeddings=embeddings,
         max_length=max_length, max_tokens=max_tokens, standardize=standardize,
         seed=seed, demo_size=demo_size, dataset=dataset, data_dir=data_dir, fold=fold,
-        phrases=phrases,
+        phrases=phrases, max_sentences=max_sentences,
     )
     if strategy is not None:
         with strategy.scope():

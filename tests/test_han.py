@@ -1,0 +1,68 @@
+"""HAN: the shared model checks on multi-sentence documents, Yang et al.'s
+sizes, and the batched, padded model against one document at a time,
+unpadded, composed from its layers."""
+
+import keras
+import numpy as np
+from model_checks import run_model_test
+from model_checks import sample_documents
+from model_checks import to_numpy
+
+from keras_posattn import zoo
+from keras_posattn.preprocessing import DocumentPreprocessor
+from keras_posattn.utils import count_parameters
+
+
+def small_model(seed=0, **overrides):
+    keras.utils.set_random_seed(seed)
+    config = dict(num_classes=3, vocabulary_size=40, embedding_dim=8, units=6,
+                  attention_units=5)
+    config.update(overrides)
+    return zoo.build("han", **config)
+
+
+def test_shared_model_checks():
+    run_model_test("han", {"embedding_dim": 12, "units": 8, "dropout": 0.2},
+                   texts=sample_documents(8))
+
+
+def test_parameter_count():
+    """200-d words, GRU 50 per direction (Keras' reset_after GRU: two bias
+    vectors per gate), attention 100, 5 classes (module docstring)."""
+    model = zoo.build("han")
+    word_gru = 2 * 3 * (50 * (200 + 50) + 2 * 50)
+    sentence_gru = 2 * 3 * (50 * (100 + 50) + 2 * 50)
+    attention = 100 * 100 + 100 + 100
+    assert count_parameters(model) == word_gru + sentence_gru + 2 * attention + 505 == 142_105
+
+
+def test_batched_padded_equals_one_document_unpadded():
+    texts = ["the film was good. the music was great!", "a plot never bored me.",
+             "", "scenes felt long? it was not good. the music! great"]
+    pre = DocumentPreprocessor.from_texts(texts)
+    model = small_model(vocabulary_size=pre.vocabulary_size)
+    ids = to_numpy(pre(texts))
+    logits = to_numpy(model(np.pad(ids, [(0, 0), (0, 2), (0, 4)]), training=False))
+    word_gru, word_attention = model.get_layer("word_bigru"), model.get_layer("word_attention")
+    sentence_gru = model.get_layer("sentence_bigru")
+    sentence_attention = model.get_layer("sentence_attention")
+    for i, text in enumerate(texts):
+        sentences = [row[row != 0] for row in ids[i] if (row != 0).any()]
+        vectors = [word_attention(word_gru(model.embedding(s[None])))[0] for s in sentences]
+        if vectors:
+            document = sentence_attention(sentence_gru(keras.ops.stack(vectors)[None]))[0]
+        else:
+            document = keras.ops.zeros((2 * model.units,))
+        expected = to_numpy(model.head(document[None]))[0]
+        np.testing.assert_allclose(logits[i], expected, atol=1e-5, err_msg=repr(text))
+
+
+def test_attention_maps():
+    texts = ["good film. bad music! long scenes.", "fine."]
+    pre = DocumentPreprocessor.from_texts(texts)
+    model = small_model(vocabulary_size=pre.vocabulary_size)
+    maps = model.attention_maps(to_numpy(pre(texts)))
+    assert sorted(maps) == ["sentence"]
+    assert maps["sentence"].shape == (2, 3)
+    np.testing.assert_allclose(maps["sentence"].sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(maps["sentence"][1, 1:], 0.0)
