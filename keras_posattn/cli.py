@@ -4,6 +4,7 @@
     keras-posattn train mpsan --train T.tsv --test E.tsv --embeddings glove-6b-50d
     keras-posattn export runs/mpsan --name mpsan   # a versioned SavedModel
     keras-posattn models ['mpsan_*']
+    keras-posattn reproduce mpsan --dataset trec --runs 3   # seeds, beside paper and peers
 """
 
 import argparse
@@ -229,6 +230,9 @@ def main(argv=None):
     _tune_parser(sub)
     _export_parser(sub)
     _attention_parser(sub)
+    from keras_posattn import reproduce
+
+    reproduce.add_parser(sub)
     models = sub.add_parser("models", help="list zoo models")
     models.add_argument("pattern", nargs="?", default="*")
     datasets = sub.add_parser("datasets", help="list the benchmark sets --dataset reads by name")
@@ -248,6 +252,9 @@ def main(argv=None):
 
     if args.command == "datasets":
         return _datasets(args)
+
+    if args.command == "reproduce":
+        return reproduce.main_from_args(args)
 
     if args.command in ("export", "attention"):
         try:

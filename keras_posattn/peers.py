@@ -1,0 +1,72 @@
+"""The two peers every result table stands beside, measured on the same splits.
+
+A zoo model is worth its cost only if it beats what a user would pick
+instead. Two such picks, trained on the training split only (the dev split
+is not used) and scored on the test split:
+
+- ``tfidf_lr``: scikit-learn TF-IDF over word 1- and 2-grams, sublinear term
+  frequencies, then ``LogisticRegression(C=10)``;
+- ``fasttext_accuracy``: fastText supervised, 25 epochs, word bigrams,
+  dimension 50, one thread (deterministic for a seed).
+
+Both need the ``peers`` extra (``pip install keras-posattn[peers]``:
+scikit-learn and fasttext-wheel); they are imported only when called.
+"""
+
+import os
+import re
+import tempfile
+
+import numpy as np
+
+INSTALL = "pip install 'keras-posattn[peers]'"
+
+
+def _require(module, package):
+    try:
+        return __import__(module)
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(f"The peers need {package}: {INSTALL}") from e
+
+
+def tfidf_lr(train_texts, train_labels, test_texts, test_labels, seed=0):
+    """Test accuracy of TF-IDF (1-2-grams, sublinear tf) + logistic regression (C=10)."""
+    _require("sklearn", "scikit-learn")
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=True)
+    features = vectorizer.fit_transform(list(train_texts))
+    classifier = LogisticRegression(C=10.0, max_iter=2000, random_state=seed)
+    classifier.fit(features, np.asarray(train_labels))
+    predicted = classifier.predict(vectorizer.transform(list(test_texts)))
+    return float(np.mean(predicted == np.asarray(test_labels)))
+
+
+def _fasttext_line(text):
+    return re.sub(r"\s+", " ", str(text).lower()).strip()
+
+
+def fasttext_accuracy(train_texts, train_labels, test_texts, test_labels, seed=0, epochs=25,
+                      dim=50, word_ngrams=2):
+    """Test accuracy of fastText supervised (25 epochs, bigrams, dim 50, one thread)."""
+    fasttext = _require("fasttext", "fasttext (fasttext-wheel)")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "train.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            for text, label in zip(train_texts, train_labels):
+                f.write(f"__label__{int(label)} {_fasttext_line(text)}\n")
+        model = fasttext.train_supervised(input=path, epoch=epochs, dim=dim,
+                                          wordNgrams=word_ngrams, thread=1, seed=int(seed),
+                                          verbose=0)
+    # model.f.predict, not model.predict: fasttext 0.9.2's wrapper breaks on NumPy 2.
+    predicted = [int(model.f.predict(_fasttext_line(t), 1, 0.0, "strict")[0][1]
+                     .replace("__label__", "")) for t in test_texts]
+    return float(np.mean(np.asarray(predicted) == np.asarray(test_labels)))
+
+
+def peer_accuracies(splits, seed=0):
+    """``{"tfidf_lr": ..., "fasttext": ...}`` on a ``Splits`` (train -> test)."""
+    args = (splits.train.texts, splits.train.labels, splits.test.texts, splits.test.labels)
+    return {"tfidf_lr": tfidf_lr(*args, seed=seed),
+            "fasttext": fasttext_accuracy(*args, seed=seed)}
