@@ -44,32 +44,13 @@ def test_is_its_parts_applied_to_the_unpadded_text():
         assert np.all(out[b, kept:] == 0)
 
 
-def test_layer_norm_option_normalises_real_positions_only():
-    """layer_norm=True (not in the paper): LayerNorm(x + f(x)) at real
-    positions, zero at padding, the same per text as unpadded."""
-    x, mask = padded_batch([7, 4, 1], n=7, width=UNITS)
-    keras.utils.set_random_seed(0)
-    block = built(small_block(layer_norm=True), x)
-    plain = PyramidBlock.from_config({**block.get_config(), "layer_norm": False})
-    built(plain, x).set_weights(block.get_weights()[:-2])  # all but gamma, beta
-    out = to_numpy(block(x, mask=mask))
-    expected = to_numpy(block.norm(plain(x, mask=mask)))
-    kept = to_numpy(block.compute_mask(x, mask))
-    np.testing.assert_allclose(out[kept], expected[kept], atol=1e-5)
-    assert np.all(out[~kept] == 0)
-    assert block.get_config()["layer_norm"] is True
-    run_layer_test(lambda: small_block(layer_norm=True), x, mask=mask,
-                   expected_output_shape=(3, 4, UNITS),
-                   expected_num_trainable_weights=6 + 8 + 4 + 2)
-
-
-def pyramid(num_blocks=7, seed=0, layer_norm=False):
+def pyramid(num_blocks=7, seed=0):
     """Embedding-free EPN body: num_blocks pyramid blocks, then a global max pool."""
     keras.utils.set_random_seed(seed)
     inputs = keras.Input((None, UNITS))
     mask = keras.Input((None,), dtype="bool")
     h, m = inputs, mask
-    blocks = [small_block(name=f"block_{i}", layer_norm=layer_norm) for i in range(num_blocks)]
+    blocks = [small_block(name=f"block_{i}") for i in range(num_blocks)]
     for block in blocks:
         new_m = block.compute_mask(h, m)
         h = block(h, mask=m)
@@ -78,10 +59,9 @@ def pyramid(num_blocks=7, seed=0, layer_norm=False):
     return keras.Model([inputs, mask], pooled)
 
 
-@pytest.mark.parametrize("layer_norm", [False, True])
-def test_seven_blocks_same_output_with_5_and_500_extra_padding_tokens(layer_norm):
+def test_seven_blocks_same_output_with_5_and_500_extra_padding_tokens():
     real = np.random.default_rng(7).normal(size=(1, 20, UNITS)).astype("float32")
-    model = pyramid(7, layer_norm=layer_norm)
+    model = pyramid(7)
     outputs = []
     for extra in (5, 500):
         x, mask = with_padding(real, extra, seed=extra, garbage=30.0)

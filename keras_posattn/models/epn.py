@@ -77,11 +77,6 @@ class EPN(ZooModel):
         num_heads: attention heads (paper: 10).
         kernel_size: the blocks' convolution window (paper: 3).
         attention_dropout: on the attention weights (default 0).
-        block_norm: a layer normalisation at the end of every pyramid block
-            (not in the paper; ``PyramidBlock(layer_norm=True)``): the signal
-            otherwise shrinks through the stacked Bi-LSTMs, and the 7-block
-            paper model did not leave chance in one epoch of IMDB (the
-            ``glove50d`` settings turn it on).
         l2: Keras L2 factor on every kernel of the blocks and the classifier
             (the paper regularises the embedding only: default 0).
     """
@@ -104,7 +99,6 @@ class EPN(ZooModel):
         num_heads=10,
         kernel_size=3,
         attention_dropout=0.0,
-        block_norm=False,
         l2=0.0,
         **kwargs,
     ):
@@ -129,8 +123,7 @@ class EPN(ZooModel):
         blocks = [
             PyramidBlock(units=units, lstm_units=units // 2, num_heads=num_heads,
                          kernel_size=kernel_size, dropout=attention_dropout,
-                         layer_norm=block_norm, kernel_regularizer=regularizer,
-                         name=f"pyramid_{i + 1}")
+                         kernel_regularizer=regularizer, name=f"pyramid_{i + 1}")
             for i in range(num_blocks)
         ]
         pool = MaskedGlobalPooling1D("max", name="global_max_pool")
