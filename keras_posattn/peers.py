@@ -7,7 +7,8 @@ is not used) and scored on the test split:
 - ``tfidf_lr``: scikit-learn TF-IDF over word 1- and 2-grams, sublinear term
   frequencies, then ``LogisticRegression(C=10)``;
 - ``fasttext_accuracy``: fastText supervised, 25 epochs, word bigrams,
-  dimension 50, one thread (deterministic for a seed).
+  dimension 50, one thread (deterministic for a seed), on the training
+  texts in a seeded random order.
 
 Both need the ``peers`` extra (``pip install keras-posattn[peers]``:
 scikit-learn and fasttext-wheel); they are imported only when called.
@@ -51,11 +52,14 @@ def fasttext_accuracy(train_texts, train_labels, test_texts, test_labels, seed=0
                       dim=50, word_ngrams=2):
     """Test accuracy of fastText supervised (25 epochs, bigrams, dim 50, one thread)."""
     fasttext = _require("fasttext", "fasttext (fasttext-wheel)")
+    # fastText reads its file in order: a file sorted by class (MR's, MPQA's)
+    # would train it on one class, then the other. Shuffle it (seeded).
+    order = np.random.default_rng(seed).permutation(len(train_texts))
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "train.txt")
         with open(path, "w", encoding="utf-8") as f:
-            for text, label in zip(train_texts, train_labels):
-                f.write(f"__label__{int(label)} {_fasttext_line(text)}\n")
+            for i in order:
+                f.write(f"__label__{int(train_labels[i])} {_fasttext_line(train_texts[i])}\n")
         model = fasttext.train_supervised(input=path, epoch=epochs, dim=dim,
                                           wordNgrams=word_ngrams, thread=1, seed=int(seed),
                                           verbose=0)

@@ -14,7 +14,9 @@ selection on the dev split when the recipe asks for it), and records:
 - a row of ``<results_dir>/TABLE.md`` for (model, dataset, recipe), replaced
   when the reproduction is run again.
 
-The JSON is rewritten after every unit, so an interrupted reproduction
+The peers are measured once per split, after the runs (a record without
+them gets them on the next call). The JSON is rewritten after every unit,
+so an interrupted reproduction
 resumes where it stopped: finished units are skipped, and a unit cut short
 mid-training resumes from its last epoch checkpoint (the trainer's
 ``resume``). Runs train in ``<results_dir>/runs/<model>-<dataset>-<recipe>/``.
@@ -179,6 +181,18 @@ def reproduce(model_name, dataset, runs=3, recipe=None, folds=None, data_dir=Non
         path.write_text(json.dumps(record, indent=2, default=str))
         _write_table(results_dir, record)
 
+    def fill_peers():
+        # The peers on every split of the reproduction (the first run's seed).
+        from keras_posattn import peers as peers_lib
+
+        for fold in fold_list:
+            peer_key = "test" if fold is None else f"fold{fold}"
+            if peer_key not in record["peers"]:
+                splits = catalog.load_dataset(dataset, data_dir, fold=fold, seed=int(seed),
+                                              phrases=False)
+                record["peers"][peer_key] = peers_lib.peer_accuracies(splits, seed=0)
+                save()
+
     todo = [u for u in _units(int(runs), fold_list) if u[2] not in record["units"]]
     total, done_before = len(fold_list) * int(runs), len(record["units"])
     if progress and done_before:
@@ -204,14 +218,6 @@ def reproduce(model_name, dataset, runs=3, recipe=None, folds=None, data_dir=Non
             "seconds": round(time.time() - unit_start, 1),
             "best_val_accuracy": max(result.history.get("val_accuracy", [float("nan")])),
         }
-        if peers:
-            peer_key = "test" if fold is None else f"fold{fold}"
-            if peer_key not in record["peers"]:
-                from keras_posattn import peers as peers_lib
-
-                splits = catalog.load_dataset(dataset, data_dir, fold=fold, seed=int(seed),
-                                              phrases=False)
-                record["peers"][peer_key] = peers_lib.peer_accuracies(splits, seed=0)
         save()
         if progress:
             elapsed = time.time() - started
@@ -219,6 +225,8 @@ def reproduce(model_name, dataset, runs=3, recipe=None, folds=None, data_dir=Non
             print(f"[reproduce {done_before + count}/{total}] {key}: "
                   f"{result.test_accuracy:.4f} ({record['units'][key]['seconds']:.0f} s, "
                   f"ETA {eta / 60:.1f} min)", file=sys.stderr)
+    if peers:
+        fill_peers()
     save()
     return record
 
