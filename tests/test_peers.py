@@ -1,12 +1,13 @@
 """The peers (TF-IDF + LR, fastText) measure what they claim on small sets:
 near-perfect where a word decides the label, near chance where nothing does."""
 
+import sys
+
 import numpy as np
+import pytest
 
 from keras_posattn import peers
-from keras_posattn.datasets.splits import Split
-from keras_posattn.datasets.splits import Splits
-
+from keras_posattn.datasets.splits import Split, Splits
 
 
 def make_splits(informative, n=400, seed=0):
@@ -45,3 +46,22 @@ def test_fasttext_is_deterministic_for_a_seed():
     s = make_splits(True, seed=1)
     args = (s.train.texts, s.train.labels, s.test.texts, s.test.labels)
     assert peers.fasttext_accuracy(*args, seed=3) == peers.fasttext_accuracy(*args, seed=3)
+
+
+def test_fasttext_gives_unknown_texts_the_majority_class():
+    train = ["good film", "good plot", "good cast", "bad film"]
+    labels = np.array([1, 1, 1, 0])
+    # "zzz" and "" hold no known word: fastText predicts nothing for them.
+    accuracy = peers.fasttext_accuracy(train, labels, ["zzz", "", "xxx\n"], [1, 1, 0])
+    assert accuracy == pytest.approx(2 / 3)
+
+
+def test_missing_packages_name_the_pip_command(monkeypatch):
+    monkeypatch.setitem(sys.modules, "fasttext", None)  # import fasttext -> ImportError
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    s = make_splits(True)
+    args = (s.train.texts, s.train.labels, s.test.texts, s.test.labels)
+    with pytest.raises(ImportError, match=r"pip install 'keras-posattn\[peers\]'"):
+        peers.fasttext_accuracy(*args)
+    with pytest.raises(ImportError, match=r"scikit-learn: pip install"):
+        peers.tfidf_lr(*args)

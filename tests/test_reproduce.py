@@ -2,6 +2,7 @@
 a JSON record and a TABLE.md row beside the paper and the peers, resumable."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from keras_posattn import cli
 from keras_posattn import reproduce as reproduce_lib
 from keras_posattn.training import trainer
 
-TINY = ["--set", "embedding_dim=8", "--epochs", "1", "--quiet"]
+TINY = ["--set", "embedding_dim=8", "--embeddings", "none", "--epochs", "1", "--quiet"]
 
 
 def write_sets(root, n=120, seed=0):
@@ -50,68 +51,119 @@ def counted(monkeypatch):
     return calls
 
 
-def run(tmp_path, *extra):
+def run(tmp_path, *extra, tiny=TINY):
     data = tmp_path / "data"
     if not data.exists():
         write_sets(data)
     return cli.main(["reproduce", "kim_cnn_static", "--data-dir", str(data),
-                     "--results-dir", str(tmp_path / "results"), *TINY, *extra])
+                     "--results-dir", str(tmp_path / "results"), *tiny, *extra])
 
 
 def test_runs_record_table_and_resume(tmp_path, counted):
     assert run(tmp_path, "--dataset", "trec", "--runs", "2") == 0
-    record = json.loads((tmp_path / "results/kim_cnn_static-trec-default.json").read_text())
+    # No --recipe: the trainer's pick for kim_cnn_static (no 50d table) names the file.
+    path = tmp_path / "results/kim_cnn_static-trec-paper.json"
+    record = json.loads(path.read_text())
+    assert record["recipe"] == "paper" and record["recipe_used"] == "paper"
     assert sorted(record["units"]) == ["run0", "run1"]
     assert [u["seed"] for u in record["units"].values()] == [1234, 1235]
+    assert all(u["epochs"] == 1 and u["seconds"] > 0 for u in record["units"].values())
     accuracies = [u["accuracy"] for u in record["units"].values()]
     summary = record["summary"]
     assert summary["runs_finished"] == 2
+    assert summary["per_run_accuracy"] == accuracies
     assert summary["mean"] == pytest.approx(np.mean(accuracies))
     assert summary["std"] == pytest.approx(np.std(accuracies, ddof=1))
     assert summary["best"] == max(accuracies)
-    assert record["paper"] is not None  # kim_cnn_static reports TREC
-    assert summary["gap_to_paper"] == pytest.approx(100 * summary["mean"] - record["paper"])
-    assert summary["peers"]["tfidf_lr"] >= 0.9  # one word decides the label
+    assert record["paper"] == 90.84  # kim_cnn_static's reported TREC number
+    assert summary["gap_to_paper"] == pytest.approx(100 * summary["mean"] - 90.84)
+    # The peers on each run's own split, with its seed; one word decides the label.
+    assert sorted(record["peers"]) == ["run0", "run1"]
+    assert all(p["tfidf_lr"] >= 0.9 for p in record["peers"].values())
+    assert summary["peers"]["tfidf_lr"] == pytest.approx(
+        np.mean([p["tfidf_lr"] for p in record["peers"].values()]))
     assert 0.0 <= summary["peers"]["fasttext"] <= 1.0
-    assert record["vectors"] is not None and record["versions"]["tensorflow"]
+    assert record["vectors"] is None  # --embeddings none
+    assert record["versions"]["tensorflow"] and record["versions"]["scikit-learn"]
+    assert record["command"].startswith("keras-posattn ")
+    assert record["settings"]["train_kwargs"] == {"embeddings": "none",
+                                                  "overrides": {"embedding_dim": 8}}
     table = (tmp_path / "results/TABLE.md").read_text().splitlines()
-    assert len(table) == 3 and table[2].startswith("| `kim_cnn_static` | trec | default |")
+    assert len(table) == 3 and table[2].startswith("| `kim_cnn_static` | trec | paper | none |")
+    cells = [c.strip() for c in table[2].split("|")[1:-1]]
+    assert cells[4] == f"{100 * summary['mean']:.2f} ± {100 * summary['std']:.2f} (2)"
+    assert cells[6] == "90.84" and cells[8] == f"{100 * summary['peers']['tfidf_lr']:.2f}"
     assert len(counted) == 2 and all(c["export"] is False for c in counted)
+    assert [c["output_dir"].name for c in counted] == ["run0", "run1"]
+    assert all(c["recipe"] == "paper" and c["epochs"] == 1 for c in counted)
 
     # Again: nothing left to train; the table keeps one row.
     assert run(tmp_path, "--dataset", "trec", "--runs", "2") == 0
     assert len(counted) == 2
     assert len((tmp_path / "results/TABLE.md").read_text().splitlines()) == 3
 
-    # An interrupted reproduction (a unit missing from the record) trains only that unit.
-    path = tmp_path / "results/kim_cnn_static-trec-default.json"
+    # A half-finished record (a unit missing) trains only that unit; a unit
+    # whose folder holds a checkpoint is resumed, not started over.
     record = json.loads(path.read_text())
     del record["units"]["run1"]
     path.write_text(json.dumps(record))
+    (counted[-1]["output_dir"] / "backup").mkdir()
     assert run(tmp_path, "--dataset", "trec", "--runs", "2") == 0
     assert len(counted) == 3 and counted[-1]["seed"] == 1235
+    assert counted[-1]["resume"] is True and counted[-1]["overwrite"] is False
+    record = json.loads(path.read_text())
+    assert sorted(record["units"]) == ["run0", "run1"] and record["units"]["run1"]["resumed"]
+    assert record["summary"]["runs_finished"] == 2
+
+    # More runs extend the record: only the new run trains.
+    assert run(tmp_path, "--dataset", "trec", "--runs", "3") == 0
+    assert len(counted) == 4 and counted[-1]["seed"] == 1236
+    assert json.loads(path.read_text())["summary"]["runs_finished"] == 3
 
 
 def test_cross_validated_set_runs_each_fold(tmp_path, counted):
     assert run(tmp_path, "--dataset", "mr", "--runs", "1", "--folds", "2", "--no-peers") == 0
-    record = json.loads((tmp_path / "results/kim_cnn_static-mr-default.json").read_text())
+    record = json.loads((tmp_path / "results/kim_cnn_static-mr-paper.json").read_text())
     assert sorted(record["units"]) == ["run0-fold0", "run0-fold1"]
     assert [c["fold"] for c in counted] == [0, 1]
     folds = [u["accuracy"] for u in record["units"].values()]
     assert record["summary"]["per_run_accuracy"] == [pytest.approx(np.mean(folds))]
+    assert record["paper"] == 79.38
     assert record["peers"] == {}
-    assert "2 folds" in (tmp_path / "results/TABLE.md").read_text()
+    assert "(1, 2 folds)" in (tmp_path / "results/TABLE.md").read_text()
 
 
-def test_other_settings_do_not_mix_with_a_record(tmp_path):
+def test_progress_lines_on_stderr(tmp_path, capsys):
+    tiny = [t for t in TINY if t != "--quiet"]
+    assert run(tmp_path, "--dataset", "trec", "--runs", "2", "--no-peers", tiny=tiny) == 0
+    err = capsys.readouterr().err
+    first = r"^\[1/2\] run 0: 0\.\d{4} \(\d+ s, ETA \d+ (s|min)\)$"
+    assert re.search(first, err, re.MULTILINE), err
+    assert re.search(r"^\[2/2\] run 1: 0\.\d{4} \(\d+ s, ETA 0 s\)$", err, re.MULTILINE), err
+
+
+def test_other_settings_do_not_mix_with_a_record(tmp_path, capsys):
     assert run(tmp_path, "--dataset", "trec", "--runs", "1", "--no-peers") == 0
-    assert run(tmp_path, "--dataset", "trec", "--runs", "2", "--no-peers") == 2
+    capsys.readouterr()
+    assert run(tmp_path, "--dataset", "trec", "--runs", "1", "--no-peers", "--seed", "7") == 2
+    assert "other settings" in capsys.readouterr().err
+
+
+def test_recipe_named_as_the_trainer_picks():
+    assert reproduce_lib.resolve_recipe("mpsan") == "50d"  # a glove50d table, 50d vectors
+    assert reproduce_lib.resolve_recipe("mpsan", embeddings="none") == "paper"
+    assert reproduce_lib.resolve_recipe("mpsan", recipe="paper") == "paper"
+    assert reproduce_lib.resolve_recipe("kim_cnn_static") == "paper"
 
 
 def test_bad_names_are_one_line_errors(capsys):
     assert cli.main(["reproduce", "nosuch", "--dataset", "trec"]) == 2
-    assert "Unknown model 'nosuch'" in capsys.readouterr().err
-    assert cli.main(["reproduce", "spe_cnn", "--dataset", "nosuch"]) == 2
-    assert "Unknown dataset 'nosuch'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Unknown model 'nosuch'" in err and len(err.strip().splitlines()) == 1
+    assert cli.main(["reproduce", "spe_cnn", "--dataset", "treck"]) == 2
+    err = capsys.readouterr().err
+    assert "Unknown dataset 'treck'" in err and "Did you mean: trec" in err
     with pytest.raises(reproduce_lib.ReproduceError, match="cross-validated"):
         reproduce_lib.reproduce("spe_cnn", "trec", folds=2)
+    with pytest.raises(reproduce_lib.ReproduceError, match="1..10"):
+        reproduce_lib.reproduce("spe_cnn", "mr", folds=11)
