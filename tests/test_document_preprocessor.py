@@ -2,15 +2,16 @@
 limits at both levels, empty sentences and documents, the same ids in a
 .keras file and in a SavedModel, buckets at both levels."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras
-
-from keras_posattn.preprocessing import DocumentPreprocessor
-from keras_posattn.preprocessing import TextPreprocessor
-from keras_posattn.preprocessing import split_sentences
+from keras_posattn.preprocessing import (
+    DocumentPreprocessor,
+    TextPreprocessor,
+    split_sentences,
+)
 
 DOCS = [
     "The film was good. The music was great!",

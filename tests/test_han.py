@@ -4,9 +4,7 @@ unpadded, composed from its layers."""
 
 import keras
 import numpy as np
-from model_checks import run_model_test
-from model_checks import sample_documents
-from model_checks import to_numpy
+from model_checks import run_model_test, sample_documents, to_numpy
 
 from keras_posattn import zoo
 from keras_posattn.preprocessing import DocumentPreprocessor

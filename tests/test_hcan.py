@@ -6,13 +6,10 @@ unpadded computation composed from the layers."""
 import keras
 import numpy as np
 import pytest
-from model_checks import run_model_test
-from model_checks import sample_documents
-from model_checks import to_numpy
+from model_checks import run_model_test, sample_documents, to_numpy
 
 from keras_posattn import zoo
-from keras_posattn.layers import MaskedGlobalPooling1D
-from keras_posattn.layers import TargetAttention
+from keras_posattn.layers import MaskedGlobalPooling1D, TargetAttention
 from keras_posattn.models import HCAN
 from keras_posattn.preprocessing import DocumentPreprocessor
 from keras_posattn.utils import count_parameters

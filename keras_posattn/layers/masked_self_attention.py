@@ -231,12 +231,17 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
         mask = ops.cast(mask, "bool")
         scored = self._compatibility_dropout_layer(h, training=training)
 
+        n = ops.shape(h)[1]
+
         def shifted(x, offset, fill):
             # x[:, q + offset] for every query q, ``fill`` past either end.
-            pad = [(0, 0), (r, r)] + [(0, 0)] * (len(x.shape) - 2)
-            padded = ops.pad(x, pad, constant_values=fill)
-            start, stop = r + offset, r + offset - 2 * r
-            return padded[:, start:stop if stop else None]
+            # ops.slice, not x[:, a:b]: the gradient of a strided slice
+            # (StridedSliceGrad) made the banded step 3.7x slower without XLA
+            # (BENCHMARKS.md, "Banded attention"); a slice's gradient is a pad.
+            rest = len(x.shape) - 2
+            padded = ops.pad(x, [(0, 0), (r, r)] + [(0, 0)] * rest, constant_values=fill)
+            return ops.slice(padded, [0, r + offset] + [0] * rest,
+                             [ops.shape(x)[0], n] + list(x.shape[2:]))
 
         if self.compatibility == "dot":
             depth = ops.cast(ops.sqrt(float(h.shape[-1])), h.dtype)

@@ -37,12 +37,12 @@ classifier 100 x 5 + 5 = 505: 142,105.
 import keras
 from keras import ops
 
-from keras_posattn.layers import ContextAttention
-from keras_posattn.layers import FoldSentences
-from keras_posattn.layers import UnfoldSentences
-from keras_posattn.models.base import DEFAULT_NUM_CLASSES
-from keras_posattn.models.base import DEFAULT_VOCABULARY_SIZE
-from keras_posattn.models.base import ZooModel
+from keras_posattn.layers import ContextAttention, FoldSentences, UnfoldSentences
+from keras_posattn.models.base import (
+    DEFAULT_NUM_CLASSES,
+    DEFAULT_VOCABULARY_SIZE,
+    ZooModel,
+)
 from keras_posattn.preprocessing import DocumentPreprocessor
 from keras_posattn.registry import register_family
 

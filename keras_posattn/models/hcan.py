@@ -49,15 +49,19 @@ Choices where the paper is silent (each an argument):
 import keras
 from keras import ops
 
-from keras_posattn.layers import ConvMultiHeadSelfAttention
-from keras_posattn.layers import FoldSentences
-from keras_posattn.layers import MaskedGlobalPooling1D
-from keras_posattn.layers import PositionEmbedding
-from keras_posattn.layers import TargetAttention
-from keras_posattn.layers import UnfoldSentences
-from keras_posattn.models.base import DEFAULT_NUM_CLASSES
-from keras_posattn.models.base import DEFAULT_VOCABULARY_SIZE
-from keras_posattn.models.base import ZooModel
+from keras_posattn.layers import (
+    ConvMultiHeadSelfAttention,
+    FoldSentences,
+    MaskedGlobalPooling1D,
+    PositionEmbedding,
+    TargetAttention,
+    UnfoldSentences,
+)
+from keras_posattn.models.base import (
+    DEFAULT_NUM_CLASSES,
+    DEFAULT_VOCABULARY_SIZE,
+    ZooModel,
+)
 from keras_posattn.preprocessing import DocumentPreprocessor
 from keras_posattn.registry import register_family
 

@@ -1,0 +1,142 @@
+"""Compare training recipes on a validation split only (never the test split).
+
+How the ``[<preset>.glove50d]`` settings were chosen: each candidate is a
+base recipe (``paper`` or ``50d``) with model arguments and recipe fields on
+top; every candidate trains once per seed on the named set's training split
+and is scored on its dev split (SST's official dev; TREC's and IMDB's seeded
+10% of train; for a cross-validated set the stratified 10% held out of the
+other nine folds of ``--fold``). The score is what the recipe would keep: the
+best epoch's validation accuracy when it selects on dev (``select_best`` or
+``early_stopping``), else the last epoch's. Prints one JSON line per run and
+one per candidate (mean, std over seeds); the test split is never evaluated.
+
+    python benchmarks/recipe_dev.py spe_cnn --dataset trec --seeds 1234 1235 1236 \\
+        --candidate paper=paper \\
+        --candidate 'adam3=paper:{"recipe": {"learning_rate": 1e-3}}' \\
+        --candidate 'adam3_tuned=paper:{"recipe": {"learning_rate": 1e-3},
+                     "config": {"trainable_embeddings": "all"}}'
+
+A candidate is ``NAME=BASE[:JSON]``, JSON with optional ``config`` (model
+arguments) and ``recipe`` (``Recipe`` fields) objects. ``--max-train N``
+trains on a seeded sample of N training texts (a quick look on large sets).
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+from keras_posattn.cli import quiet_tensorflow  # noqa: E402
+
+quiet_tensorflow()
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_posattn.training import trainer  # noqa: E402
+
+
+def parse_candidate(text):
+    if "=" not in text:
+        raise SystemExit(f"--candidate expects NAME=BASE[:JSON], got {text!r}")
+    name, rest = text.split("=", 1)
+    base, _, extra = rest.partition(":")
+    extra = json.loads(extra) if extra.strip() else {}
+    unknown = set(extra) - {"config", "recipe"}
+    if unknown or base not in trainer.RECIPES:
+        raise SystemExit(f"candidate {name!r}: base must be one of {trainer.RECIPES} and the "
+                         f"JSON may hold 'config' and 'recipe' only")
+    return name, base, extra.get("config", {}), extra.get("recipe", {})
+
+
+class _Clock(keras.callbacks.Callback):
+    def on_train_begin(self, logs=None):
+        self.start = time.perf_counter()
+
+
+def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, fold, phrases,
+                  seed, max_train=None, max_length=None, max_tokens=None):
+    keras.utils.set_random_seed(seed)
+    settings = trainer.resolve_settings(model_name, demo=False, overrides=config,
+                                        recipe_name=base)
+    settings.recipe = settings.recipe.replace(**recipe_changes)
+    data = trainer.prepare_data(settings, dataset=dataset, data_dir=data_dir, fold=fold,
+                                phrases=phrases, seed=seed, max_length=max_length,
+                                max_tokens=max_tokens)
+    splits = data.splits
+    train_texts, train_labels = splits.train.texts, np.asarray(splits.train.labels)
+    if max_train and len(train_texts) > max_train:
+        keep = np.random.default_rng(seed).permutation(len(train_texts))[:max_train]
+        train_texts = [train_texts[i] for i in keep]
+        train_labels = train_labels[keep]
+    model = trainer.build_model(settings, data)
+    recipe = settings.recipe
+    pre = data.preprocessor
+    train_ds = pre.dataset(train_texts, train_labels, int(recipe.batch_size),
+                           shuffle_seed=seed, buckets=recipe.buckets)
+    dev_ds = pre.dataset(splits.dev.texts, splits.dev.labels, int(recipe.batch_size),
+                         buckets=recipe.buckets)
+    clock = _Clock()
+    callbacks = [c for c in (recipe.schedule_callback(), recipe.selection_callback()) if c]
+    history = model.fit(train_ds, validation_data=dev_ds, epochs=int(recipe.epochs),
+                        callbacks=callbacks + [clock], verbose=0, shuffle=False).history
+    val = [float(v) for v in history["val_accuracy"]]
+    selects = bool(recipe.select_best or recipe.early_stopping)
+    score = max(val) if selects else val[-1]
+    return {
+        "dev_accuracy": score,
+        "best_epoch": int(np.argmax(val)) + 1,
+        "epochs_run": len(val),
+        "val_accuracy": [round(v, 4) for v in val],
+        "train_accuracy": [round(float(v), 4) for v in history["accuracy"]],
+        "seconds": round(time.perf_counter() - clock.start, 1),
+        "train_size": len(train_texts),
+        "dev_size": len(splits.dev.texts),
+        "vectors": data.vectors_name,
+        "recipe": {k: v for k, v in recipe.as_dict().items() if v is not None},
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model")
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--data-dir")
+    parser.add_argument("--fold", type=int, help="test fold of a cross-validated set "
+                        "(its dev split is scored; default 0)")
+    parser.add_argument("--phrases", action="store_true")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1234, 1235, 1236])
+    parser.add_argument("--candidate", action="append", required=True)
+    parser.add_argument("--max-train", type=int)
+    parser.add_argument("--max-length", type=int)
+    parser.add_argument("--max-tokens", type=int)
+    args = parser.parse_args()
+    from keras_posattn.datasets import catalog
+
+    fold = args.fold
+    spec = catalog.DATASETS.get(args.dataset)
+    if fold is None and spec is not None and spec.kind == "cv":
+        fold = 0
+    for name, base, config, recipe in map(parse_candidate, args.candidate):
+        scores = []
+        for seed in args.seeds:
+            record = run_candidate(args.model, base, config, recipe, args.dataset, args.data_dir,
+                                   fold, args.phrases, seed, args.max_train, args.max_length,
+                                   args.max_tokens)
+            scores.append(record["dev_accuracy"])
+            print(json.dumps({"benchmark": "recipe_dev", "model": args.model,
+                              "dataset": args.dataset, "fold": fold, "phrases": args.phrases,
+                              "candidate": name, "base": base, "config": config, "seed": seed,
+                              **record}), flush=True)
+        print(json.dumps({"benchmark": "recipe_dev_summary", "model": args.model,
+                          "dataset": args.dataset, "fold": fold, "candidate": name,
+                          "base": base, "config": config, "recipe": recipe,
+                          "mean": round(statistics.fmean(scores), 4),
+                          "std": round(statistics.stdev(scores), 4) if len(scores) > 1 else 0.0,
+                          "runs": len(scores)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
