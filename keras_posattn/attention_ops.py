@@ -17,6 +17,8 @@ from keras import ops
 # Finite fill for blocked logits. The softmax runs in float32, where this is
 # far below any real logit yet exp() of it underflows cleanly to 0.
 _FLOAT32_FILL = -1e9
+# Floor of a softmax's denominator: only a fully blocked row (total 0) meets it.
+_TINY = 1e-30
 
 
 def masked_softmax(logits, allowed=None, axis=-1):
@@ -31,22 +33,40 @@ def masked_softmax(logits, allowed=None, axis=-1):
     Returns:
         float32 tensor of the shape of ``logits``. Rows with no allowed entry
         are all zeros.
+
+    Over the last axis this is the backend's softmax. Over any other axis it
+    is written out (``exp(x - max) / sum``): TensorFlow's softmax over a
+    middle axis transposes the tensor to the end and back, forward and in
+    the gradient, which cost more than the softmax itself on a CPU
+    (BENCHMARKS.md, "Speed against stock Keras").
     """
     logits = ops.cast(logits, "float32")
-    if allowed is None:
+    rank = len(logits.shape)
+    last = axis in (-1, rank - 1)
+    if allowed is None and last:
         return ops.softmax(logits, axis=axis)
-    # ``allowed`` is broadcast lazily by ``where`` and the product below: a
-    # (b, n, n, 1) mask for (b, n, n, d) logits stays that small, and so does
-    # the float copy kept for the backward pass.
-    allowed = ops.cast(allowed, "bool")
-    filled = ops.where(allowed, logits, _FLOAT32_FILL)
-    with warnings.catch_warnings():
-        # A softmax over one key is legitimate here (a one-word text, the top
-        # of a pyramid); Keras warns about it at every trace.
-        warnings.filterwarnings("ignore", message="You are using a softmax over axis")
-        weights = ops.softmax(filled, axis=axis)
-    # A fully blocked row was softmax-ed to uniform: multiply it back to zero.
-    return weights * ops.cast(allowed, "float32")
+    if allowed is not None:
+        # ``allowed`` is broadcast lazily by ``where`` and the products below:
+        # a (b, n, n, 1) mask for (b, n, n, d) logits stays that small, and so
+        # does the float copy kept for the backward pass.
+        allowed = ops.cast(allowed, "bool")
+        logits = ops.where(allowed, logits, _FLOAT32_FILL)
+    if last:
+        with warnings.catch_warnings():
+            # A softmax over one key is legitimate here (a one-word text, the
+            # top of a pyramid); Keras warns about it at every trace.
+            warnings.filterwarnings("ignore", message="You are using a softmax over axis")
+            weights = ops.softmax(logits, axis=axis)
+        # A fully blocked row was softmax-ed to uniform: multiply it back to zero.
+        return weights * ops.cast(allowed, "float32")
+    # The max is a constant shift (the softmax does not depend on it). A fully
+    # blocked row is all fill: its exps are zeroed by ``allowed`` and its
+    # total is 0, so the row comes out 0 (the floor keeps 0 / 0 away).
+    exps = ops.exp(logits - ops.stop_gradient(ops.max(logits, axis=axis, keepdims=True)))
+    if allowed is not None:
+        exps = exps * ops.cast(allowed, "float32")
+    total = ops.sum(exps, axis=axis, keepdims=True)
+    return exps / ops.maximum(total, _TINY)
 
 
 def self_attention_allowed(positional_mask, length, padding_mask=None):

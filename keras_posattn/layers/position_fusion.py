@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from keras_posattn.attention_ops import masked_softmax
 from keras_posattn.attention_ops import zero_padding
 from keras_posattn.layers.weight_options import WeightOptions
 
@@ -105,7 +106,7 @@ class PositionFusion(WeightOptions, keras.layers.Layer):
             logits = logits + self.bias_weight
         b, n = ops.shape(tokens)[0], ops.shape(tokens)[1]
         logits = ops.reshape(logits, (b, n, self.num_sources, self.units))
-        weights = ops.softmax(ops.cast(logits, "float32"), axis=2)
+        weights = masked_softmax(logits, axis=2)  # (b, n, k, d), float32
         stacked = ops.stack(inputs, axis=2)  # (b, n, k, d)
         outputs = ops.sum(ops.cast(weights, stacked.dtype) * stacked, axis=2)
         padding = mask[-1] if isinstance(mask, (list, tuple)) else mask
