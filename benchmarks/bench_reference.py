@@ -101,10 +101,17 @@ def layout(name, length, max_length, sentences):
     return shape, overrides, max_length, documents
 
 
-def build_pair(name, vocab, max_length, overrides, seed=0):
+def build_pair(name, vocab, max_length, overrides, seed=0, policy="float32", reference=True):
+    """Ours under the dtype ``policy`` (e.g. ``"mixed_bfloat16"``), the
+    reference in float32 (what a user writes by default), same weights."""
     keras.utils.set_random_seed(seed)
-    ours = zoo.build(name, vocabulary_size=vocab, max_length=max_length, **overrides)
-    return ours, build_reference(ours)
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        ours = zoo.build(name, vocabulary_size=vocab, max_length=max_length, **overrides)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    return ours, build_reference(ours) if reference else None
 
 
 def compile_pair(name, ours, reference, jit_compile):
@@ -144,19 +151,36 @@ def parse_jit(value):
 def measure_train(name, length, args):
     shape, overrides, max_length, documents = layout(name, length, max(args.lengths),
                                                      args.sentences)
-    ours, reference = build_pair(name, args.vocab, max_length, overrides, args.seed)
+    ours, reference = build_pair(name, args.vocab, max_length, overrides, args.seed,
+                                  args.ours_dtype_policy)
     recipe, jit = compile_pair(name, ours, reference, parse_jit(args.jit_compile))
     data = random_batches(shape, args.batch_size, args.steps, args.vocab, ours.num_classes,
                           args.seed)
     models = {"ours": ours, "reference": reference}
-    for model in models.values():
-        epoch_seconds(model, data, args.steps)  # warm-up: tracing, compilation
-    seconds = {impl: [] for impl in IMPLEMENTATIONS}
+    for variant in args.variants or []:
+        # Our model again under another dtype policy / XLA setting, same weights.
+        policy, _, variant_jit = variant.partition(":")
+        other, _ = build_pair(name, args.vocab, max_length, overrides, args.seed, policy,
+                              reference=False)
+        other.set_weights(ours.get_weights())
+        other.compile(optimizer=recipe.make_optimizer(), loss=ours.loss,
+                      jit_compile=parse_jit(variant_jit or "auto"))
+        models[f"ours[{policy}:{bool(other.jit_compile)}]"] = other
+    failed = {}
+    for impl, model in list(models.items()):
+        try:
+            epoch_seconds(model, data, args.steps)  # warm-up: tracing, compilation
+        except Exception as error:  # noqa: BLE001 - a variant that cannot train is reported
+            if impl in IMPLEMENTATIONS:
+                raise
+            failed[impl] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+            del models[impl]
+    seconds = {impl: [] for impl in models}
     for _ in range(args.repeats):
-        for impl in IMPLEMENTATIONS:
+        for impl in models:
             seconds[impl].append(epoch_seconds(models[impl], data, args.steps))
     examples = args.steps * args.batch_size
-    eps = {impl: examples / statistics.median(seconds[impl]) for impl in IMPLEMENTATIONS}
+    eps = {impl: examples / statistics.median(seconds[impl]) for impl in models}
     record = {
         "benchmark": "reference_ratio",
         "model": name,
@@ -176,7 +200,14 @@ def measure_train(name, length, args):
                                 round(examples / min(seconds["reference"]), 1)],
         "optimizer": recipe.optimizer,
         "jit_compile": jit,
+        "ours_dtype_policy": args.ours_dtype_policy,
     }
+    for impl in models:
+        if impl.startswith("ours["):
+            record.setdefault("variants", {})[impl] = {
+                "eps": round(eps[impl], 1), "ratio": round(eps[impl] / eps["reference"], 3)}
+    for impl, error in failed.items():
+        record.setdefault("variants", {})[impl] = {"error": error}
     if documents:
         record["unit"] = "document"
         record["ours_ms_per_document"] = round(1000.0 / eps["ours"], 2)
@@ -194,7 +225,8 @@ def memory_child(args):
     name, length = args.child_model, args.child_length
     shape, overrides, max_length, _ = layout(name, length, args.child_max_length,
                                              args.sentences)
-    ours, reference = build_pair(name, args.vocab, max_length, overrides, args.seed)
+    ours, reference = build_pair(name, args.vocab, max_length, overrides, args.seed,
+                                  args.ours_dtype_policy)
     recipe, jit = compile_pair(name, ours, reference, parse_jit(args.child_jit))
     model = ours if args.child_impl == "ours" else reference
     num_classes = ours.num_classes
@@ -217,7 +249,8 @@ def measure_memory(name, length, args, jit):
                    "--child-model", name, "--child-length", str(length),
                    "--child-max-length", str(max(args.lengths)), "--child-jit", str(jit),
                    "--batch-size", str(args.batch_size), "--steps", str(args.steps),
-                   "--vocab", str(args.vocab), "--seed", str(args.seed)]
+                   "--vocab", str(args.vocab), "--seed", str(args.seed),
+                   "--ours-dtype-policy", args.ours_dtype_policy]
         if args.sentences:
             command += ["--sentences", str(args.sentences)]
         try:
@@ -278,7 +311,8 @@ def export_and_load(model, rank, directory):
 
 def measure_latency(name, length, args):
     shape, overrides, max_length, _ = layout(name, length, max(args.lengths), args.sentences)
-    ours, reference = build_pair(name, args.vocab, max_length, overrides, args.seed)
+    ours, reference = build_pair(name, args.vocab, max_length, overrides, args.seed,
+                                  args.ours_dtype_policy)
     rng = np.random.default_rng(args.seed)
     records = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -334,6 +368,12 @@ def main():
                              "models; flat models read them as one sequence)")
     parser.add_argument("--jit-compile", default="auto", choices=("auto", "true", "false"),
                         type=str.lower)
+    parser.add_argument("--ours-dtype-policy", default="float32",
+                        help="dtype policy of our model (the reference stays float32), e.g. "
+                             "mixed_bfloat16")
+    parser.add_argument("--variants", nargs="+", metavar="POLICY[:JIT]",
+                        help="also time our model under these dtype policies / jit settings "
+                             "(e.g. mixed_bfloat16 float32:true), same weights, alternating")
     parser.add_argument("--no-train", action="store_true", help="skip the throughput ratios")
     parser.add_argument("--memory", action="store_true",
                         help="peak memory per (model, implementation, length), in subprocesses")

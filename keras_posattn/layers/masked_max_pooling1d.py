@@ -53,17 +53,20 @@ class MaskedMaxPooling1D(keras.layers.Layer):
         self.supports_masking = True
 
     def _window_max(self, x, fill):
-        """``out[:, t] = max(x[:, t], ..., x[:, t + pool_size - 1])`` with ``fill``
-        past the end, then every ``strides``-th position: ``ceil(n / strides)``
-        windows starting at 0, strides, 2 strides... Only static slices (no
-        dynamic shapes), so it also runs on symbolic tensors and under XLA."""
-        extra = self.pool_size
-        pad = [(0, 0), (0, extra)] + [(0, 0)] * (len(x.shape) - 2)
-        padded = ops.pad(x, pad, constant_values=fill)
-        window = x
-        for k in range(1, self.pool_size):
-            window = ops.maximum(window, padded[:, k:k - extra])
-        return window[:, :: self.strides]
+        """``out[:, t] = max(x[:, t s], ..., x[:, t s + pool_size - 1])`` with
+        ``fill`` past the end: ``ceil(n / strides)`` windows starting at 0,
+        strides, 2 strides... The sequence is padded on the right by
+        ``pool_size - 1`` and max-pooled with stock "valid" pooling, which gives
+        exactly those windows (``floor((n - 1) / strides) + 1``); a rank-2
+        ``x`` (a mask) is pooled as one channel. Stock pooling's gradient is
+        one MaxPoolGrad, where per-offset slices cost a StridedSliceGrad each
+        (BENCHMARKS.md, "Speed against stock Keras")."""
+        squeeze = len(x.shape) == 2
+        if squeeze:
+            x = ops.expand_dims(x, -1)
+        padded = ops.pad(x, [(0, 0), (0, self.pool_size - 1), (0, 0)], constant_values=fill)
+        pooled = ops.max_pool(padded, self.pool_size, strides=self.strides, padding="valid")
+        return ops.squeeze(pooled, -1) if squeeze else pooled
 
     def call(self, inputs, mask=None):
         if mask is None:
@@ -77,7 +80,7 @@ class MaskedMaxPooling1D(keras.layers.Layer):
     def compute_mask(self, inputs, mask=None):
         if mask is None:
             return None
-        return self._window_max(ops.cast(mask, "int32"), 0) > 0
+        return self._window_max(ops.cast(mask, "float32"), 0.0) > 0.5
 
     def compute_output_shape(self, input_shape):
         n = input_shape[1]
