@@ -25,6 +25,7 @@ import argparse
 import collections
 import glob
 import json
+import os
 import re
 import sys
 import tempfile
@@ -45,7 +46,7 @@ _CONTAINERS = {"StatefulPartitionedCall", "PartitionedCall", "While", "If", "Sta
                "StatelessIf", "_XlaRun", "XlaLaunch", "_XlaCompile", "IteratorGetNext"}
 
 
-def build(name, length, batch_size, vocab, sentences=None, seed=0):
+def build(name, length, batch_size, vocab, sentences=None, seed=0, reference=False):
     keras.utils.set_random_seed(seed)
     family = zoo.families()[zoo.get_preset(name)["family"]]
     overrides, shape, max_length = {}, (length,), length
@@ -56,6 +57,13 @@ def build(name, length, batch_size, vocab, sentences=None, seed=0):
         shape = (sentences * length,)
         max_length = sentences * length
     model = zoo.build(name, vocabulary_size=vocab, max_length=max_length, **overrides)
+    if reference:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from reference import build_reference
+
+        num_classes = model.num_classes
+        model = build_reference(model)
+        model.num_classes = num_classes
     recipe = Recipe.from_dict(zoo.get_preset(name).get("recipe", {}))
     model.compile(optimizer=recipe.make_optimizer(), jit_compile=False,
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -118,9 +126,13 @@ def main():
     parser.add_argument("--vocab", type=int, default=20000)
     parser.add_argument("--logdir", help="where the trace goes (default: a temporary folder)")
     parser.add_argument("--top", type=int, default=20, help="op types printed")
+    parser.add_argument("--reference", action="store_true",
+                        help="profile the stock-Keras reference build instead "
+                             "(benchmarks/reference/)")
     args = parser.parse_args()
     logdir = args.logdir or tempfile.mkdtemp(prefix="profile_")
-    model, data = build(args.model, args.length, args.batch_size, args.vocab, args.sentences)
+    model, data = build(args.model, args.length, args.batch_size, args.vocab, args.sentences,
+                        reference=args.reference)
     model.fit(data, steps_per_epoch=3, epochs=1, verbose=0)  # trace and warm up
     tf.profiler.experimental.start(logdir)
     model.fit(data, steps_per_epoch=args.steps, epochs=1, verbose=0)
@@ -135,7 +147,7 @@ def main():
         by_type[op_type] += micros
         total += micros
     per_step = 1000.0 * args.steps  # microseconds -> ms per step
-    common = {"model": args.model, "sequence_length": args.length, "batch_size": args.batch_size,
+    common = {"model": args.model, "reference": args.reference, "sequence_length": args.length, "batch_size": args.batch_size,
               "sentences": args.sentences, "jit_compile": False}
     layers = collections.defaultdict(dict)
     for (layer, phase), micros in by_layer.items():

@@ -298,6 +298,7 @@ def reproduce(model_name, dataset, runs=3, recipe=None, folds=None, data_dir=Non
             "seconds": round(time.time() - unit_start, 1),
             "best_val_accuracy": max(history.get("val_accuracy") or [float("nan")]),
             "resumed": interrupted,
+            "dtype_policy": summary.get("dtype_policy"),
         }
         save()
         if progress:
@@ -356,6 +357,8 @@ def add_parser(subparsers):
     p.add_argument("--max-sentences", type=int, help="sentences per document (hierarchical "
                    "models)")
     p.add_argument("--batch-size", type=int)
+    p.add_argument("--dtype-policy", help="e.g. mixed_bfloat16 or float32 (default: the "
+                   "recipe's)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="model constructor argument (repeatable)")
     p.add_argument("--no-peers", dest="peers", action="store_false",
@@ -373,7 +376,8 @@ def main_from_args(args):
     kwargs = {}
     if getattr(args, "phrases", False):
         kwargs["phrases"] = True
-    for key in ("embeddings", "max_length", "max_tokens", "max_sentences", "batch_size"):
+    for key in ("embeddings", "max_length", "max_tokens", "max_sentences", "batch_size",
+                "dtype_policy"):
         if getattr(args, key, None) is not None:
             kwargs[key] = getattr(args, key)
     try:

@@ -15,3 +15,37 @@ def count_parameters(model, exclude_embedding=True):
     if exclude_embedding:
         skip = {id(w) for w in model.embedding.weights}
     return int(sum(np.prod(w.shape) for w in model.trainable_weights if id(w) not in skip))
+
+
+#: CPU flags of native bfloat16 arithmetic (Intel AMX; AVX-512 BF16 on Intel
+#: Cooper Lake and later, AMD Zen 4 and later).
+BFLOAT16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+def native_bfloat16(cpuinfo="/proc/cpuinfo"):
+    """Why this machine computes bfloat16 natively, or None.
+
+    A GPU of compute capability 8.0 or more (Ampere and later), or - without
+    a GPU - a CPU whose flags (``/proc/cpuinfo``, Linux) include AMX-BF16 or
+    AVX512-BF16. Elsewhere bfloat16 is emulated and mixed precision slows
+    training down instead of speeding it up.
+    """
+    import re
+
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        capability = tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
+        if capability and capability[0] >= 8:
+            return f"GPU compute capability {capability[0]}.{capability[1]}"
+        return None
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    for flag in BFLOAT16_CPU_FLAGS:
+        if re.search(rf"\b{flag}\b", text):
+            return f"CPU flag {flag}"
+    return None

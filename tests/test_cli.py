@@ -210,6 +210,13 @@ def test_mixed_precision_run_restores_the_policy(tmp_path):
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert np.isfinite(result["history"]["loss"]).all()
     assert np.isfinite(result["sample_prediction"]["probability"])
+    assert result["dtype_policy"] == "mixed_bfloat16"  # how it trained
+    # What it ships computes in float32, whatever the training machine had.
+    classifier = keras.saving.load_model(tmp_path / "run" / "classifier.keras")
+    assert {layer.compute_dtype for layer in classifier.model.layers} == {"float32"}
+    export = tf.saved_model.load(str(result["export_dir"]))
+    graph = export.signatures["serving_default"].graph.as_graph_def()
+    assert "DT_BFLOAT16" not in str(graph)
 
 
 def test_files_default_to_the_recipes_pretrained_vectors(tmp_path):

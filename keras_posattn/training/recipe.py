@@ -46,7 +46,17 @@ class Recipe:
             few lengths (see ``TextPreprocessor.dataset``); False pads every
             batch to the preprocessor's ``max_length``.
         jit_compile: XLA compilation of the training step: True, False or
-            ``"auto"`` (Keras decides).
+            ``"auto"`` (Keras decides: off on CPU-only machines).
+        mixed_bfloat16: train under Keras' ``mixed_bfloat16`` policy
+            (bfloat16 matmuls and convolutions, float32 weights, softmaxes
+            and logits): True, False, or ``"auto"`` - only where the machine
+            computes bfloat16 natively (``keras_posattn.utils.
+            native_bfloat16``: a GPU of compute capability >= 8, or a CPU
+            with AMX-BF16 or AVX512-BF16), float32 elsewhere. A speed
+            setting, kept on a preset only where it was measured faster
+            without costing accuracy (BENCHMARKS.md); the trainer's
+            ``dtype_policy`` overrides it, and the saved classifier and the
+            export are float32 whatever the training policy.
     """
 
     optimizer: str = "adam"
@@ -64,6 +74,7 @@ class Recipe:
     select_best: bool = False
     buckets: bool = True
     jit_compile: object = "auto"
+    mixed_bfloat16: object = False
 
     @classmethod
     def from_dict(cls, values, where="recipe"):
@@ -76,6 +87,9 @@ class Recipe:
             raise ValueError(
                 f"{where}: unknown optimizer {recipe.optimizer!r}; known: {sorted(OPTIMIZERS)}."
             )
+        if recipe.mixed_bfloat16 not in (True, False, "auto"):
+            raise ValueError(f"{where}: mixed_bfloat16 must be true, false or \"auto\", "
+                             f"got {recipe.mixed_bfloat16!r}.")
         if recipe.beta_2 is not None and recipe.optimizer not in ("adam", "adamw"):
             raise ValueError(f"{where}: beta_2 applies to adam and adamw, not {recipe.optimizer!r}.")
         return recipe
@@ -84,6 +98,20 @@ class Recipe:
         """A copy with the non-None ``changes`` applied."""
         changes = {k: v for k, v in changes.items() if v is not None}
         return Recipe.from_dict({**dataclasses.asdict(self), **changes})
+
+    def dtype_policy(self):
+        """``("mixed_bfloat16", why)`` when this recipe trains in bfloat16 on
+        this machine, else ``(None, why not)``."""
+        if self.mixed_bfloat16 is True:
+            return "mixed_bfloat16", "the recipe asks for it"
+        if self.mixed_bfloat16 == "auto":
+            from keras_posattn.utils import native_bfloat16
+
+            why = native_bfloat16()
+            if why:
+                return "mixed_bfloat16", f"native bfloat16 here ({why})"
+            return None, "no native bfloat16 here"
+        return None, "the recipe trains in float32"
 
     def make_optimizer(self):
         kwargs = {"learning_rate": float(self.learning_rate)}

@@ -405,6 +405,7 @@ def finish(settings, model, data, history, output_dir, export=True, export_dir="
 
     output_dir = Path(output_dir)
     splits, pre = data.splits, data.preprocessor
+    model = float32_copy(model)
     test_ds = pre.dataset(splits.test.texts, splits.test.labels, int(settings.recipe.batch_size),
                           buckets=settings.recipe.buckets)
     steps = {}
@@ -453,6 +454,25 @@ def finish(settings, model, data, history, output_dir, export=True, export_dir="
     return result
 
 
+def float32_copy(model):
+    """``model`` itself if it computes in float32, else a float32 copy with its
+    weights (compiled for evaluation): what ``classifier.keras`` and the
+    export get after mixed-precision training, so that serving never depends
+    on the training machine's bfloat16 support."""
+    if model.compute_dtype == "float32":
+        return model
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("float32")
+    try:
+        copy = type(model).from_config(model.get_config())
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    copy.set_weights(model.get_weights())
+    copy.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                 metrics=["accuracy"])
+    return copy
+
+
 def train(model_name, dtype_policy=None, **kwargs):
     """Train a zoo model end to end; see the module docstring.
 
@@ -483,7 +503,9 @@ def train(model_name, dtype_policy=None, **kwargs):
         seed: fixes data order, splits and initialisation.
         demo_size: number of training examples of the embedded task.
         sample_text: sentence whose prediction is printed after export.
-        dtype_policy: e.g. ``"mixed_bfloat16"`` (restored afterwards).
+        dtype_policy: e.g. ``"mixed_bfloat16"`` or ``"float32"``; default: the
+            recipe's (``Recipe.mixed_bfloat16``). Restored afterwards; the
+            saved classifier and the export are float32 either way.
         verbose: Keras fit verbosity (default: progress bar on a terminal,
             one line per epoch otherwise).
         callbacks: extra Keras callbacks for ``fit``.
@@ -495,10 +517,8 @@ def train(model_name, dtype_policy=None, **kwargs):
             (the cluster in ``TF_CONFIG``); see ``keras_posattn.training.distribute``.
     """
     previous = keras.mixed_precision.global_policy()
-    if dtype_policy:
-        keras.mixed_precision.set_global_policy(dtype_policy)
     try:
-        return _train(model_name, **kwargs)
+        return _train(model_name, dtype_policy=dtype_policy, **kwargs)
     finally:
         # Leave the process as we found it (tests and notebooks train again).
         keras.mixed_precision.set_global_policy(previous)
@@ -510,7 +530,7 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
            output_dir=None, export_dir="saved_models", export=True, resume=False,
            overwrite=False, seed=1234, demo_size=None, sample_text=None, verbose=None,
            callbacks=None, strategy=None, projector=False, recipe=None, dataset=None,
-           data_dir=None, fold=None, phrases=False, max_sentences=None):
+           data_dir=None, fold=None, phrases=False, max_sentences=None, dtype_policy=None):
     from keras_posattn.training import distribute
 
     started = time.time()
@@ -529,6 +549,13 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
         model_name, demo=demo, overrides=overrides, recipe_name=recipe, epochs=epochs,
         batch_size=batch_size, learning_rate=learning_rate, optimizer=optimizer,
     )
+    if dtype_policy:
+        policy, why = dtype_policy, "--dtype-policy"
+    else:
+        policy, why = settings.recipe.dtype_policy()
+    if policy:
+        keras.mixed_precision.set_global_policy(policy)
+        _log(f"Precision: {policy} ({why}).")
     output_dir = Path(output_dir or Path("runs") / model_name)
     if num_workers > 1:
         # One batch shape for every worker, and no XLA across the collectives.
@@ -572,6 +599,7 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
         config=model.get_config(),
         recipe=recipe.as_dict(),
         recipe_name=settings.recipe_name,
+        dtype_policy=model.dtype_policy.name,
         data=data.splits.description,
         dataset=data.splits.name,
         fold=data.splits.fold,

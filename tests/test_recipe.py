@@ -1,0 +1,31 @@
+"""Recipes: the mixed_bfloat16 speed setting and the hardware check behind it."""
+
+import pytest
+
+from keras_posattn import utils
+from keras_posattn.training.recipe import Recipe
+
+
+def test_mixed_bfloat16_values(monkeypatch):
+    assert Recipe.from_dict({}).dtype_policy()[0] is None  # float32 unless asked
+    assert Recipe.from_dict({"mixed_bfloat16": True}).dtype_policy()[0] == "mixed_bfloat16"
+    monkeypatch.setattr(utils, "native_bfloat16", lambda: "CPU flag avx512_bf16")
+    policy, why = Recipe.from_dict({"mixed_bfloat16": "auto"}).dtype_policy()
+    assert policy == "mixed_bfloat16" and "avx512_bf16" in why
+    monkeypatch.setattr(utils, "native_bfloat16", lambda: None)
+    assert Recipe.from_dict({"mixed_bfloat16": "auto"}).dtype_policy()[0] is None
+    with pytest.raises(ValueError, match="mixed_bfloat16 must be"):
+        Recipe.from_dict({"mixed_bfloat16": "yes"})
+
+
+def test_native_bfloat16_reads_the_cpu_flags(tmp_path, monkeypatch):
+    import tensorflow as tf
+
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
+    with_flag = tmp_path / "cpuinfo_bf16"
+    with_flag.write_text("flags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n")
+    without = tmp_path / "cpuinfo"
+    without.write_text("flags\t\t: fpu avx2 avx512f avx512_vnni\n")
+    assert utils.native_bfloat16(str(with_flag)) == "CPU flag avx512_bf16"
+    assert utils.native_bfloat16(str(without)) is None
+    assert utils.native_bfloat16(str(tmp_path / "missing")) is None
