@@ -31,8 +31,14 @@ import keras, numpy as np, tensorflow as tf
 from keras_posattn import masks, zoo
 from keras_posattn.layers import MaskedSelfAttention
 
-scope, implementation, n, batch, repeats = (
-    sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
+scope, implementation, n, batch, repeats, limit_gb = (
+    sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
+    float(sys.argv[6]))
+if limit_gb > 0:
+    # Allocations past the limit fail inside this process (an error, not the
+    # kernel's OOM killer picking some other process of the machine).
+    limit = int(limit_gb * 2 ** 30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 keras.utils.set_random_seed(0)
 rng = np.random.default_rng(0)
 if scope == "layer":
@@ -80,30 +86,36 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scope", choices=("layer", "mpsan"), default="layer")
     parser.add_argument("--lengths", type=int, nargs="+", default=[256, 1024, 4096])
-    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--batch-size", "--batch-sizes", dest="batch_sizes", type=int,
+                        nargs="+", default=[8])
+    parser.add_argument("--address-space-gb", type=float, default=0,
+                        help="cap each measuring process's address space (RLIMIT_AS) so that "
+                             "a length that does not fit fails there; TensorFlow alone maps "
+                             "~2-3 GB of it")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--implementations", nargs="+", default=["banded", "dense"])
     parser.add_argument("--timeout", type=int, default=900)
     args = parser.parse_args()
-    for n in args.lengths:
-        for implementation in args.implementations:
-            record = {"benchmark": "banded_vs_dense", "scope": args.scope,
-                      "implementation": implementation, "length": n,
-                      "batch_size": args.batch_size}
-            impl = "auto" if (args.scope == "mpsan" and implementation == "banded") else implementation
-            try:
-                proc = subprocess.run(
-                    [sys.executable, "-c", CHILD, args.scope, impl, str(n),
-                     str(args.batch_size), str(args.repeats)],
-                    capture_output=True, text=True, timeout=args.timeout)
-                if "RESULT:" in proc.stdout:
-                    record.update(json.loads(proc.stdout.split("RESULT:")[-1]))
-                else:
-                    record["error"] = (f"exit {proc.returncode}: "
-                                       + (proc.stderr.strip().splitlines() or ["killed"])[-1][-300:])
-            except subprocess.TimeoutExpired:
-                record["error"] = f"over {args.timeout} s"
-            print(json.dumps(record), flush=True)
+    for n, batch_size, implementation in [(n, b, i) for n in args.lengths
+                                          for b in args.batch_sizes
+                                          for i in args.implementations]:
+        record = {"benchmark": "banded_vs_dense", "scope": args.scope,
+                  "implementation": implementation, "length": n,
+                  "batch_size": batch_size, "address_space_gb": args.address_space_gb}
+        impl = "auto" if (args.scope == "mpsan" and implementation == "banded") else implementation
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-c", CHILD, args.scope, impl, str(n),
+                 str(batch_size), str(args.repeats), str(args.address_space_gb)],
+                capture_output=True, text=True, timeout=args.timeout)
+            if "RESULT:" in proc.stdout:
+                record.update(json.loads(proc.stdout.split("RESULT:")[-1]))
+            else:
+                record["error"] = (f"exit {proc.returncode}: "
+                                   + (proc.stderr.strip().splitlines() or ["killed"])[-1][-300:])
+        except subprocess.TimeoutExpired:
+            record["error"] = f"over {args.timeout} s"
+        print(json.dumps(record), flush=True)
     return 0
 
 
