@@ -17,8 +17,6 @@ from keras import ops
 # Finite fill for blocked logits. The softmax runs in float32, where this is
 # far below any real logit yet exp() of it underflows cleanly to 0.
 _FLOAT32_FILL = -1e9
-# Floor of a softmax's denominator: only a fully blocked row (total 0) meets it.
-_TINY = 1e-30
 
 
 def masked_softmax(logits, allowed=None, axis=-1):
@@ -59,14 +57,37 @@ def masked_softmax(logits, allowed=None, axis=-1):
             weights = ops.softmax(logits, axis=axis)
         # A fully blocked row was softmax-ed to uniform: multiply it back to zero.
         return weights * ops.cast(allowed, "float32")
-    # The max is a constant shift (the softmax does not depend on it). A fully
-    # blocked row is all fill: its exps are zeroed by ``allowed`` and its
-    # total is 0, so the row comes out 0 (the floor keeps 0 / 0 away).
-    exps = ops.exp(logits - ops.stop_gradient(ops.max(logits, axis=axis, keepdims=True)))
+    exps, total = _exponentials(logits, allowed, axis)
+    return exps / total
+
+
+def masked_exponentials(logits, allowed=None, axis=-1):
+    """``masked_softmax`` before its division: ``(exps, total)`` with
+    ``exps / total`` the weights (``total`` keeps ``axis`` as size 1).
+
+    For a weighted sum over ``axis``, ``sum(exps * v) / total`` divides the
+    (smaller) result instead of every weight: the multi-dimensional
+    attention's (b, n, n, d) weights are never divided. Dropout commutes with
+    the division (it scales entries), so it may apply to ``exps``. Blocked
+    entries and fully blocked rows behave as in ``masked_softmax``.
+    """
+    logits = ops.cast(logits, "float32")
+    if allowed is not None:
+        allowed = ops.cast(allowed, "bool")
+        logits = ops.where(allowed, logits, _FLOAT32_FILL)
+    return _exponentials(logits, allowed, axis)
+
+
+def _exponentials(filled, allowed, axis):
+    # The max is a constant shift (the softmax does not depend on it), and an
+    # allowed entry: a row with any allowed entry sums to at least exp(0) = 1.
+    # A fully blocked row is all fill, its exps are zeroed by ``allowed`` and
+    # its total is 0: the floor of 1 makes it 0 / 1, never 0 / 0, and keeps
+    # the total (1..n) representable when it is cast to float16.
+    exps = ops.exp(filled - ops.stop_gradient(ops.max(filled, axis=axis, keepdims=True)))
     if allowed is not None:
         exps = exps * ops.cast(allowed, "float32")
-    total = ops.sum(exps, axis=axis, keepdims=True)
-    return exps / ops.maximum(total, _TINY)
+    return exps, ops.maximum(ops.sum(exps, axis=axis, keepdims=True), 1.0)
 
 
 def self_attention_allowed(positional_mask, length, padding_mask=None):

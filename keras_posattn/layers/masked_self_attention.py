@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_posattn import masks as masks_lib
+from keras_posattn.attention_ops import masked_exponentials
 from keras_posattn.attention_ops import masked_softmax
 from keras_posattn.attention_ops import self_attention_allowed
 from keras_posattn.attention_ops import zero_padding
@@ -199,11 +200,13 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
                 logits = logits + ops.expand_dims(penalty, -1)
             if allowed is not None:
                 allowed = ops.expand_dims(allowed, -1)
-            weights = masked_softmax(logits, allowed, axis=2)
-            dropped = self._dropout_layer(weights, training=training)
-            dropped = ops.cast(dropped, h.dtype)
-            # s[b, q, f] = sum_k p[b, q, k, f] h[b, k, f]
+            # s[b, q, f] = sum_k p[b, q, k, f] h[b, k, f], the softmax's
+            # division applied to the (b, n, d) sum, not the (b, n, n, d) weights.
+            exps, total = masked_exponentials(logits, allowed, axis=2)
+            dropped = ops.cast(self._dropout_layer(exps, training=training), h.dtype)
             outputs = ops.sum(dropped * ops.expand_dims(h, 1), axis=2)
+            outputs = outputs / ops.cast(ops.squeeze(total, 2), h.dtype)
+            weights = exps / total if return_attention_scores else None
         else:
             if penalty is not None:
                 logits = logits + penalty
