@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_posattn.attention_ops import masked_softmax
+from keras_posattn.attention_ops import masked_exponentials
 from keras_posattn.layers.weight_options import WeightOptions
 
 
@@ -82,10 +82,12 @@ class MultiDimensionalAttention(WeightOptions, keras.layers.Layer):
         hidden = self.activation(ops.matmul(x, self.kernel_1) + self.bias_1)
         logits = ops.matmul(drop(hidden, training=training), self.kernel_2) + self.bias_2
         allowed = None if mask is None else ops.expand_dims(ops.cast(mask, "bool"), -1)
-        weights = masked_softmax(logits, allowed, axis=1)
-        outputs = ops.sum(ops.cast(weights, inputs.dtype) * inputs, axis=1)
+        # softmax over time, its division applied to the (b, d) pooled vector.
+        exps, total = masked_exponentials(logits, allowed, axis=1)
+        outputs = ops.sum(ops.cast(exps, inputs.dtype) * inputs, axis=1)
+        outputs = outputs / ops.cast(ops.squeeze(total, 1), inputs.dtype)
         if return_attention_scores:
-            return outputs, weights
+            return outputs, exps / total
         return outputs
 
     def compute_mask(self, inputs, mask=None):

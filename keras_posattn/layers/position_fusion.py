@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_posattn.attention_ops import masked_softmax
+from keras_posattn.attention_ops import masked_exponentials
 from keras_posattn.attention_ops import zero_padding
 from keras_posattn.layers.weight_options import WeightOptions
 
@@ -106,13 +106,16 @@ class PositionFusion(WeightOptions, keras.layers.Layer):
             logits = logits + self.bias_weight
         b, n = ops.shape(tokens)[0], ops.shape(tokens)[1]
         logits = ops.reshape(logits, (b, n, self.num_sources, self.units))
-        weights = masked_softmax(logits, axis=2)  # (b, n, k, d), float32
+        # softmax over the k sources; its division applied to the (b, n, d)
+        # fused output rather than to the (b, n, k, d) weights.
+        exps, total = masked_exponentials(logits, axis=2)  # float32
         stacked = ops.stack(inputs, axis=2)  # (b, n, k, d)
-        outputs = ops.sum(ops.cast(weights, stacked.dtype) * stacked, axis=2)
+        outputs = ops.sum(ops.cast(exps, stacked.dtype) * stacked, axis=2)
+        outputs = outputs / ops.cast(ops.squeeze(total, 2), stacked.dtype)
         padding = mask[-1] if isinstance(mask, (list, tuple)) else mask
         outputs = zero_padding(outputs, padding)
         if return_weights:
-            return outputs, weights
+            return outputs, exps / total
         return outputs
 
     def _position_bias(self, n):
