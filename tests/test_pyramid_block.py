@@ -99,3 +99,18 @@ def test_all_padding_rows_and_mixed_precision(dtype_policy):
     x, mask = padded_batch([6, 0], n=6, width=UNITS, garbage=3.0)
     check_all_padding_sequence(small_block, x, mask, dtype_policy,
                                call_kwargs={"return_attention_scores": True})
+
+
+def test_kernel_regularizer_reaches_every_kernel_including_the_lstm():
+    # EPN's ``l2`` promises an L2 term on every kernel of its blocks.
+    layer = PyramidBlock(units=8, lstm_units=4, num_heads=2,
+                         kernel_regularizer=keras.regularizers.L2(0.01))
+    tokens = np.random.default_rng(0).normal(size=(2, 12, 8)).astype("float32")
+    layer(tokens)
+    kernels = [w for w in layer.weights if w.path.endswith("kernel")
+               and "recurrent" not in w.path]
+    lstm_kernels = [w for w in kernels if "bilstm" in w.path]
+    assert len(lstm_kernels) == 2, [w.path for w in kernels]
+    expected = sum(0.01 * float(np.sum(to_numpy(w) ** 2)) for w in kernels)
+    np.testing.assert_allclose(sum(float(to_numpy(x)) for x in layer.losses), expected,
+                               rtol=1e-5)

@@ -88,7 +88,9 @@ class PyramidBlock(WeightOptions, keras.layers.Layer):
         self.supports_masking = True
         self.pool = MaskedMaxPooling1D(self.pool_size, name="pool", dtype=self.dtype_policy)
         self.recurrent = keras.layers.Bidirectional(
-            keras.layers.LSTM(self.lstm_units, return_sequences=True, dtype=self.dtype_policy),
+            keras.layers.LSTM(self.lstm_units, return_sequences=True,
+                              kernel_regularizer=self.kernel_regularizer,
+                              dtype=self.dtype_policy),
             name="bilstm", dtype=self.dtype_policy,
         )
         self.attention = MultiHeadSelfAttention(
