@@ -147,8 +147,8 @@ def main():
         by_type[op_type] += micros
         total += micros
     per_step = 1000.0 * args.steps  # microseconds -> ms per step
-    common = {"model": args.model, "reference": args.reference, "sequence_length": args.length, "batch_size": args.batch_size,
-              "sentences": args.sentences, "jit_compile": False}
+    common = {"model": args.model, "reference": args.reference, "sequence_length": args.length,
+              "batch_size": args.batch_size, "sentences": args.sentences, "jit_compile": False}
     layers = collections.defaultdict(dict)
     for (layer, phase), micros in by_layer.items():
         layers[layer][phase] = micros

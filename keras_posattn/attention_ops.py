@@ -38,17 +38,11 @@ def masked_softmax(logits, allowed=None, axis=-1):
     the gradient, which cost more than the softmax itself on a CPU
     (BENCHMARKS.md, "Speed against stock Keras").
     """
-    logits = ops.cast(logits, "float32")
     rank = len(logits.shape)
     last = axis in (-1, rank - 1)
     if allowed is None and last:
-        return ops.softmax(logits, axis=axis)
-    if allowed is not None:
-        # ``allowed`` is broadcast lazily by ``where`` and the products below:
-        # a (b, n, n, 1) mask for (b, n, n, d) logits stays that small, and so
-        # does the float copy kept for the backward pass.
-        allowed = ops.cast(allowed, "bool")
-        logits = ops.where(allowed, logits, _FLOAT32_FILL)
+        return ops.softmax(ops.cast(logits, "float32"), axis=axis)
+    logits, allowed = _filled(logits, allowed)
     if last:
         with warnings.catch_warnings():
             # A softmax over one key is legitimate here (a one-word text, the
@@ -71,11 +65,20 @@ def masked_exponentials(logits, allowed=None, axis=-1):
     the division (it scales entries), so it may apply to ``exps``. Blocked
     entries and fully blocked rows behave as in ``masked_softmax``.
     """
+    return _exponentials(*_filled(logits, allowed), axis)
+
+
+def _filled(logits, allowed):
+    """float32 logits with blocked entries set to the finite fill, and
+    ``allowed`` as bool (or None). ``allowed`` is broadcast lazily by
+    ``where`` and the products after it: a (b, n, n, 1) mask for (b, n, n, d)
+    logits stays that small, and so does the float copy kept for the
+    backward pass."""
     logits = ops.cast(logits, "float32")
-    if allowed is not None:
-        allowed = ops.cast(allowed, "bool")
-        logits = ops.where(allowed, logits, _FLOAT32_FILL)
-    return _exponentials(logits, allowed, axis)
+    if allowed is None:
+        return logits, None
+    allowed = ops.cast(allowed, "bool")
+    return ops.where(allowed, logits, _FLOAT32_FILL), allowed
 
 
 def _exponentials(filled, allowed, axis):
