@@ -29,3 +29,21 @@ def test_native_bfloat16_reads_the_cpu_flags(tmp_path, monkeypatch):
     assert utils.native_bfloat16(str(with_flag)) == "CPU flag avx512_bf16"
     assert utils.native_bfloat16(str(without)) is None
     assert utils.native_bfloat16(str(tmp_path / "missing")) is None
+
+
+def test_a_presets_50d_recipe_opts_into_bfloat16_only_where_native(monkeypatch):
+    """MPSAN's 50d recipe says mixed_bfloat16 = "auto" (measured faster at equal
+    TREC accuracy); its paper recipe stays float32, and so does the 50d one on a
+    machine without native bfloat16."""
+    from keras_posattn.training.trainer import resolve_settings
+
+    monkeypatch.setattr(utils, "native_bfloat16", lambda: "CPU flag avx512_bf16")
+    fifty = resolve_settings("mpsan", demo=False, recipe_name="50d").recipe
+    assert fifty.mixed_bfloat16 == "auto"
+    assert fifty.dtype_policy()[0] == "mixed_bfloat16"
+    assert resolve_settings("mpsan", demo=False, recipe_name="paper").recipe.dtype_policy()[0] is None
+    # mpsan_released lost accuracy in bfloat16 and opts out of what it inherits.
+    released = resolve_settings("mpsan_released", demo=False, recipe_name="50d").recipe
+    assert released.dtype_policy()[0] is None and released.ema == 0.999
+    monkeypatch.setattr(utils, "native_bfloat16", lambda: None)
+    assert fifty.dtype_policy()[0] is None
