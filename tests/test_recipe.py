@@ -32,8 +32,8 @@ def test_native_bfloat16_reads_the_cpu_flags(tmp_path, monkeypatch):
 
 
 def test_a_presets_50d_recipe_opts_into_bfloat16_only_where_native(monkeypatch):
-    """MPSAN's 50d recipe says mixed_bfloat16 = "auto" (measured faster at equal
-    TREC accuracy); its paper recipe stays float32, and so does the 50d one on a
+    """MPSAN's and DPCNN's 50d recipes say mixed_bfloat16 = "auto" (measured
+    faster at equal TREC accuracy); its paper recipe stays float32, and so does the 50d one on a
     machine without native bfloat16."""
     from keras_posattn.training.trainer import resolve_settings
 
@@ -45,5 +45,10 @@ def test_a_presets_50d_recipe_opts_into_bfloat16_only_where_native(monkeypatch):
     # mpsan_released lost accuracy in bfloat16 and opts out of what it inherits.
     released = resolve_settings("mpsan_released", demo=False, recipe_name="50d").recipe
     assert released.dtype_policy()[0] is None and released.ema == 0.999
+    # DPCNN likewise; DPCNN+ keeps the rest of DPCNN's 50d recipe but not bfloat16.
+    assert resolve_settings("dpcnn", demo=False, recipe_name="50d").recipe.dtype_policy()[0] == (
+        "mixed_bfloat16")
+    plus = resolve_settings("dpcnn_plus", demo=False, recipe_name="50d").recipe
+    assert plus.dtype_policy()[0] is None and plus.select_best and plus.epochs == 15
     monkeypatch.setattr(utils, "native_bfloat16", lambda: None)
     assert fifty.dtype_policy()[0] is None
