@@ -33,8 +33,8 @@ def test_native_bfloat16_reads_the_cpu_flags(tmp_path, monkeypatch):
 
 def test_a_presets_50d_recipe_opts_into_bfloat16_only_where_native(monkeypatch):
     """MPSAN's and DPCNN's 50d recipes say mixed_bfloat16 = "auto" (measured
-    faster at equal TREC accuracy); its paper recipe stays float32, and so does the 50d one on a
-    machine without native bfloat16."""
+    faster at equal TREC accuracy); the paper recipe stays float32, and so does
+    the 50d one on a machine without native bfloat16."""
     from keras_posattn.training.trainer import resolve_settings
 
     monkeypatch.setattr(utils, "native_bfloat16", lambda: "CPU flag avx512_bf16")
