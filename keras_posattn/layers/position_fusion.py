@@ -1,7 +1,6 @@
 import keras
 from keras import ops
 
-from keras_posattn.attention_ops import masked_exponentials
 from keras_posattn.attention_ops import zero_padding
 from keras_posattn.layers.weight_options import WeightOptions
 
@@ -104,18 +103,30 @@ class PositionFusion(WeightOptions, keras.layers.Layer):
             logits = logits + self._position_bias(n)
         else:
             logits = logits + self.bias_weight
-        b, n = ops.shape(tokens)[0], ops.shape(tokens)[1]
-        logits = ops.reshape(logits, (b, n, self.num_sources, self.units))
-        # softmax over the k sources; its division applied to the (b, n, d)
-        # fused output rather than to the (b, n, k, d) weights.
-        exps, total = masked_exponentials(logits, axis=2)  # float32
-        stacked = ops.stack(inputs, axis=2)  # (b, n, k, d)
-        outputs = ops.sum(ops.cast(exps, stacked.dtype) * stacked, axis=2)
-        outputs = outputs / ops.cast(ops.squeeze(total, 2), stacked.dtype)
+        # softmax over the k sources, per feature, written out on the k
+        # (b, n, d) slices of the logits: no (b, n, k, d) stack of the sources
+        # (whose gradient is a strided unstack), and the division applied to
+        # the (b, n, d) fused output rather than to the k weights.
+        logits = [ops.cast(x, "float32") for x in ops.split(logits, self.num_sources, axis=-1)]
+        peak = logits[0]
+        for x in logits[1:]:
+            peak = ops.maximum(peak, x)
+        # The max is a constant shift (the softmax does not depend on it) and
+        # one of the k exponentials is exp(0) = 1, so the total is >= 1.
+        peak = ops.stop_gradient(peak)
+        exps = [ops.exp(x - peak) for x in logits]
+        # Accumulated in float32 (a no-op cast in float32; under a float16 or
+        # bfloat16 policy the k products are not rounded one by one).
+        total = exps[0]
+        outputs = exps[0] * ops.cast(inputs[0], "float32")
+        for weight, source in zip(exps[1:], inputs[1:]):
+            total = total + weight
+            outputs = outputs + weight * ops.cast(source, "float32")
+        outputs = ops.cast(outputs / total, inputs[0].dtype)
         padding = mask[-1] if isinstance(mask, (list, tuple)) else mask
         outputs = zero_padding(outputs, padding)
         if return_weights:
-            return outputs, exps / total
+            return outputs, ops.stack([weight / total for weight in exps], axis=2)
         return outputs
 
     def _position_bias(self, n):
