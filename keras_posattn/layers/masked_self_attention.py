@@ -165,27 +165,34 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
                 )
             setattr(self, name, weight)
 
-    def _activate(self, x):
+    def _terms(self, h):
+        """The key and query terms of ``act((U.h_k + V.h_q + b) / c)``,
+        each already divided by c and the bias folded into the query term:
+        the (b, n, n[, d]) sum of the two is the activation's input, with no
+        pass over it to add ``b`` or divide by c. Additive: (b, n) each."""
         c = self.scale
+        key_term = ops.matmul(h, self.key_kernel) / c
+        query_term = (ops.matmul(h, self.query_kernel) + self.bias) / c
+        if self.compatibility == "additive":
+            return ops.squeeze(key_term, -1), ops.squeeze(query_term, -1)
+        return key_term, query_term
+
+    def _activate(self, x):
+        """The activation of an input already divided by c."""
         if self.activation == "elu":
-            return ops.elu(x / c)
+            return ops.elu(x)
         if self.activation == "scaled_tanh":
-            return c * ops.tanh(x / c)
-        return x / c
+            return self.scale * ops.tanh(x)
+        return x
 
     def _logits(self, h):
         if self.compatibility == "dot":
             d = ops.cast(ops.shape(h)[-1], h.dtype)
             return ops.matmul(h, ops.transpose(h, (0, 2, 1))) / ops.sqrt(d)
-        key_term = ops.matmul(h, self.key_kernel)
-        query_term = ops.matmul(h, self.query_kernel)
-        if self.compatibility == "additive":
-            # (b, n, 1) each -> logits[b, q, k] = U.h_k + V.h_q + b
-            key_term = ops.transpose(key_term, (0, 2, 1))  # (b, 1, n_k)
-            return self._activate(key_term + query_term + self.bias)
-        # multi_dimensional: (b, n_q, n_k, d)
-        x = ops.expand_dims(key_term, 1) + ops.expand_dims(query_term, 2)
-        return self._activate(x + self.bias)
+        # logits[b, q, k(, f)] = act((U.h_k + V.h_q + b) / c): (b, n_q, n_k)
+        # additive, (b, n_q, n_k, d) multi-dimensional.
+        key_term, query_term = self._terms(h)
+        return self._activate(ops.expand_dims(key_term, 1) + ops.expand_dims(query_term, 2))
 
     def call(self, inputs, mask=None, return_attention_scores=False, training=None):
         if self._band is not None:
@@ -236,39 +243,40 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
 
         n = ops.shape(h)[1]
 
-        def shifted(x, offset, fill):
-            # x[:, q + offset] for every query q, ``fill`` past either end.
+        def shifter(x, fill):
+            # A function of the offset: x[:, q + offset] for every query q,
+            # ``fill`` past either end. ``x`` is padded once for all offsets;
             # ops.slice, not x[:, a:b]: the gradient of a strided slice
             # (StridedSliceGrad) made the banded step 3.7x slower without XLA
             # (BENCHMARKS.md, "Banded attention"); a slice's gradient is a pad.
             rest = len(x.shape) - 2
             padded = ops.pad(x, [(0, 0), (r, r)] + [(0, 0)] * rest, constant_values=fill)
-            return ops.slice(padded, [0, r + offset] + [0] * rest,
-                             [ops.shape(x)[0], n] + list(x.shape[2:]))
+            size = [ops.shape(x)[0], n] + list(x.shape[2:])
+            return lambda offset: ops.slice(padded, [0, r + offset] + [0] * rest, size)
 
         if self.compatibility == "dot":
             depth = ops.cast(ops.sqrt(float(h.shape[-1])), h.dtype)
-            logits = [ops.sum(scored * shifted(scored, o, 0.0), axis=-1) / depth for o in offsets]
+            keys = shifter(scored, 0.0)
+            logits = [ops.sum(scored * keys(o), axis=-1) / depth for o in offsets]
         else:
-            key_term = ops.matmul(scored, self.key_kernel)
-            query_term = ops.matmul(scored, self.query_kernel)
-            if self.compatibility == "additive":
-                key_term, query_term = key_term[..., 0], query_term[..., 0]
-            logits = [self._activate(shifted(key_term, o, 0.0) + query_term + self.bias)
-                      for o in offsets]
+            key_term, query_term = self._terms(scored)
+            keys = shifter(key_term, 0.0)
+            logits = [self._activate(keys(o) + query_term) for o in offsets]
         logits = ops.stack([ops.cast(x, "float32") + p for x, p in zip(logits, penalties)], axis=2)
-        allowed = ops.stack([shifted(mask, o, False) for o in offsets], axis=2)  # (b, n, O)
+        key_allowed = shifter(mask, False)
+        allowed = ops.stack([key_allowed(o) for o in offsets], axis=2)  # (b, n, O)
         allowed = ops.logical_and(allowed, ops.expand_dims(mask, -1))  # padding queries: zero rows
         if self.compatibility == "multi_dimensional":
             allowed = ops.expand_dims(allowed, -1)
         weights = masked_softmax(logits, allowed, axis=2)  # (b, n, O[, d])
         dropped = ops.cast(self._dropout_layer(weights, training=training), h.dtype)
+        values = shifter(h, 0.0)
         outputs = None
         for i, o in enumerate(offsets):
             w = dropped[:, :, i]
             if self.compatibility != "multi_dimensional":
                 w = ops.expand_dims(w, -1)
-            term = w * shifted(h, o, 0.0)
+            term = w * values(o)
             outputs = term if outputs is None else outputs + term
         outputs = zero_padding(outputs, mask)
         if not return_attention_scores:
