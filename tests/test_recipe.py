@@ -52,3 +52,31 @@ def test_a_presets_50d_recipe_opts_into_bfloat16_only_where_native(monkeypatch):
     assert plus.dtype_policy()[0] is None and plus.select_best and plus.epochs == 15
     monkeypatch.setattr(utils, "native_bfloat16", lambda: None)
     assert fifty.dtype_policy()[0] is None
+
+
+def test_kim_non_static_opts_into_bfloat16_and_static_does_not(monkeypatch):
+    """Kim's CNN has one recipe; CNN-non-static kept its TREC accuracy in
+    bfloat16 and says "auto" (its demo stays float32), CNN-static lost 0.4
+    points and stays float32."""
+    from keras_posattn.training.trainer import resolve_settings
+
+    monkeypatch.setattr(utils, "native_bfloat16", lambda: "CPU flag avx512_bf16")
+    non_static = resolve_settings("kim_cnn_nonstatic", demo=False, recipe_name="paper").recipe
+    assert non_static.dtype_policy()[0] == "mixed_bfloat16"
+    assert non_static.optimizer == "adadelta" and non_static.epochs == 25  # Kim's, unchanged
+    assert resolve_settings("kim_cnn_nonstatic", demo=True,
+                            recipe_name="paper").recipe.dtype_policy()[0] is None
+    assert resolve_settings("kim_cnn_static", demo=False,
+                            recipe_name="paper").recipe.dtype_policy()[0] is None
+
+
+def test_spe_cnn_50d_recipe_opts_into_bfloat16_and_its_paper_recipe_does_not(monkeypatch):
+    from keras_posattn.training.trainer import resolve_settings
+
+    monkeypatch.setattr(utils, "native_bfloat16", lambda: "CPU flag avx512_bf16")
+    fifty = resolve_settings("spe_cnn", demo=False, recipe_name="50d").recipe
+    assert fifty.dtype_policy()[0] == "mixed_bfloat16" and fifty.learning_rate == 1e-3
+    assert resolve_settings("spe_cnn", demo=False,
+                            recipe_name="paper").recipe.dtype_policy()[0] is None
+    assert resolve_settings("spe_cnn", demo=True,
+                            recipe_name="50d").recipe.dtype_policy()[0] is None
