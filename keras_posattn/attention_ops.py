@@ -55,7 +55,7 @@ def masked_softmax(logits, allowed=None, axis=-1):
     return exps / total
 
 
-def masked_exponentials(logits, allowed=None, axis=-1):
+def masked_exponentials(logits, allowed=None, axis=-1, zero_blocked_rows=True):
     """``masked_softmax`` before its division: ``(exps, total)`` with
     ``exps / total`` the weights (``total`` keeps ``axis`` as size 1).
 
@@ -64,8 +64,23 @@ def masked_exponentials(logits, allowed=None, axis=-1):
     attention's (b, n, n, d) weights are never divided. Dropout commutes with
     the division (it scales entries), so it may apply to ``exps``. Blocked
     entries and fully blocked rows behave as in ``masked_softmax``.
+
+    ``zero_blocked_rows=False`` skips the pass over ``exps`` that zeroes the
+    rows with no allowed entry (their exps are then all 1, and their total
+    their length): blocked entries of the other rows are still exactly 0.
+    The caller zeroes those rows' results instead, on a tensor smaller than
+    the logits (``any_allowed``).
     """
-    return _exponentials(*_filled(logits, allowed), axis)
+    filled, allowed = _filled(logits, allowed)
+    return _exponentials(filled, allowed if zero_blocked_rows else None, axis)
+
+
+def any_allowed(allowed, axis):
+    """float32 1 where a row of ``allowed`` has an allowed entry along
+    ``axis`` (kept as size 1), else 0; None for None."""
+    if allowed is None:
+        return None
+    return ops.cast(ops.any(ops.cast(allowed, "bool"), axis=axis, keepdims=True), "float32")
 
 
 def _filled(logits, allowed):

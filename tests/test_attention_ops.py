@@ -116,3 +116,28 @@ def test_every_axis_matches_numpy_with_blocked_rows_and_finite_gradients():
     graph = tf.function(lambda t: masked_softmax(t, axis=1)).get_concrete_function(
         tf.TensorSpec((2, 4, 3, 5), tf.float32)).graph
     assert not [op.type for op in graph.get_operations() if "Transpose" in op.type]
+
+
+def test_exponentials_without_row_zeroing_leave_blocked_rows_to_the_caller():
+    """``zero_blocked_rows=False``: the rows that have an allowed entry are
+    exactly ``masked_exponentials``' (blocked entries 0), a row with none is
+    all ones, and ``any_allowed`` says which rows the caller must zero."""
+    from keras_posattn.attention_ops import any_allowed, masked_exponentials
+
+    rng = np.random.default_rng(5)
+    logits = rng.normal(size=(2, 4, 6)).astype("float32") * 3
+    allowed = rng.random((2, 4, 6)) > 0.4
+    allowed[:, :, 0] = True
+    allowed[1, 2, :] = False  # no allowed key
+    zeroed, zeroed_total = masked_exponentials(logits, allowed, axis=-1)
+    kept, kept_total = masked_exponentials(logits, allowed, axis=-1, zero_blocked_rows=False)
+    rows = any_allowed(allowed, axis=-1).numpy()
+    assert rows.shape == (2, 4, 1) and rows[1, 2, 0] == 0.0 and rows.sum() == 7
+    live = np.broadcast_to(rows > 0, logits.shape)
+    np.testing.assert_array_equal(kept.numpy()[live], zeroed.numpy()[live])
+    np.testing.assert_array_equal(kept.numpy()[~allowed & live], 0.0)
+    np.testing.assert_array_equal(kept.numpy()[1, 2], 1.0)
+    assert kept_total.numpy()[1, 2, 0] == 6.0 and zeroed_total.numpy()[1, 2, 0] == 1.0
+    np.testing.assert_allclose((kept / kept_total * rows).numpy(),
+                               _numpy_masked_softmax(logits, allowed, -1), atol=1e-6)
+    assert any_allowed(None, axis=-1) is None

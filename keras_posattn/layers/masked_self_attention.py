@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_posattn import masks as masks_lib
+from keras_posattn.attention_ops import any_allowed
 from keras_posattn.attention_ops import masked_exponentials
 from keras_posattn.attention_ops import masked_softmax
 from keras_posattn.attention_ops import self_attention_allowed
@@ -208,12 +209,18 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
             if allowed is not None:
                 allowed = ops.expand_dims(allowed, -1)
             # s[b, q, f] = sum_k p[b, q, k, f] h[b, k, f], the softmax's
-            # division applied to the (b, n, d) sum, not the (b, n, n, d) weights.
-            exps, total = masked_exponentials(logits, allowed, axis=2)
+            # division applied to the (b, n, d) sum, not the (b, n, n, d)
+            # weights, and a query with no allowed key zeroed there too.
+            exps, total = masked_exponentials(logits, allowed, axis=2, zero_blocked_rows=False)
             dropped = ops.cast(self._dropout_layer(exps, training=training), h.dtype)
             outputs = ops.sum(dropped * ops.expand_dims(h, 1), axis=2)
             outputs = outputs / ops.cast(ops.squeeze(total, 2), h.dtype)
-            weights = exps / total if return_attention_scores else None
+            rows = any_allowed(allowed, axis=2)  # (b, n, 1, 1) or None
+            if rows is not None:
+                outputs = outputs * ops.cast(ops.squeeze(rows, 2), h.dtype)
+            weights = None
+            if return_attention_scores:
+                weights = exps / total if rows is None else exps / total * rows
         else:
             if penalty is not None:
                 logits = logits + penalty
