@@ -40,8 +40,6 @@ def masked_softmax(logits, allowed=None, axis=-1):
     """
     rank = len(logits.shape)
     last = axis in (-1, rank - 1)
-    if allowed is None and last:
-        return ops.softmax(ops.cast(logits, "float32"), axis=axis)
     logits, allowed = _filled(logits, allowed)
     if last:
         with warnings.catch_warnings():
@@ -49,6 +47,8 @@ def masked_softmax(logits, allowed=None, axis=-1):
             # top of a pyramid); Keras warns about it at every trace.
             warnings.filterwarnings("ignore", message="You are using a softmax over axis")
             weights = ops.softmax(logits, axis=axis)
+        if allowed is None:
+            return weights
         # A fully blocked row was softmax-ed to uniform: multiply it back to zero.
         return weights * ops.cast(allowed, "float32")
     exps, total = _exponentials(logits, allowed, axis)
@@ -133,6 +133,49 @@ def self_attention_allowed(positional_mask, length, padding_mask=None):
         pad = ops.logical_and(keys, queries)
         allowed = pad if allowed is None else ops.logical_and(allowed, pad)
     return allowed, penalty
+
+
+def self_attention_biases(positional_mask, length, padding_mask=None):
+    """``self_attention_allowed`` as additive biases, none of them per batch
+    and per query pair: for a softmax over the keys of (b, n, n) logits
+    that never builds a (b, n, n) mask.
+
+    Returns ``(positional, keys, rows)``, each None when it would block
+    nothing:
+
+    - ``positional``: float32 (n, n), the mask's penalty at allowed pairs and
+      the finite fill (-1e9) at blocked ones;
+    - ``keys``: float32 (b, 1, n), 0 at real keys and the fill at padding;
+    - ``rows``: float32 (b or 1, n, 1), 1 for a query that is real and has
+      at least one allowed real key, else 0.
+
+    Added to float32 logits, a blocked entry is at least 1e9 below the row's
+    largest allowed one, so its softmax weight is exactly 0 (two fills add up
+    to -2e9, still finite); a row with no allowed entry softmaxes to finite
+    weights that the caller zeroes with ``rows`` (on the (b, n, d) result:
+    this also zeroes padding queries).
+    """
+    allowed, penalty = (None, None)
+    if positional_mask is not None:
+        allowed, penalty = positional_mask.matrices(length)
+    positional = penalty
+    if allowed is not None:
+        positional = ops.where(allowed, 0.0 if penalty is None else penalty, _FLOAT32_FILL)
+    keys = rows = None
+    if padding_mask is not None:
+        real = ops.cast(padding_mask, "bool")
+        keys = ops.expand_dims(ops.where(real, 0.0, _FLOAT32_FILL), 1)
+        rows = ops.cast(real, "float32")  # a real query sees itself, unless...
+        if allowed is not None:
+            # ... the positional mask blocks it: count its allowed real keys,
+            # (b, n_k) @ (n_k, n_q), no (b, n, n) tensor.
+            seen = ops.matmul(rows, ops.transpose(ops.cast(allowed, "float32")))
+            rows = rows * ops.cast(seen > 0.5, "float32")
+        rows = ops.expand_dims(rows, -1)
+    elif allowed is not None:
+        rows = ops.expand_dims(ops.expand_dims(
+            ops.cast(ops.any(allowed, axis=-1), "float32"), 0), -1)
+    return positional, keys, rows
 
 
 def zero_padding(x, padding_mask):

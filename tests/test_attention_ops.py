@@ -141,3 +141,42 @@ def test_exponentials_without_row_zeroing_leave_blocked_rows_to_the_caller():
     np.testing.assert_allclose((kept / kept_total * rows).numpy(),
                                _numpy_masked_softmax(logits, allowed, -1), atol=1e-6)
     assert any_allowed(None, axis=-1) is None
+
+
+def test_additive_biases_mask_as_the_allowed_matrix_does():
+    """``self_attention_biases``: softmax(logits + positional + keys) * rows
+    equals ``masked_softmax`` under ``self_attention_allowed``'s matrix (and
+    its penalty) for every kind of positional mask, with padding and with
+    queries that see no key; the biases are (n, n) and (b, 1, n)."""
+    from keras_posattn import masks
+    from keras_posattn.attention_ops import self_attention_allowed, self_attention_biases
+
+    rng = np.random.default_rng(11)
+    b, n = 3, 7
+    logits = tf.constant(rng.normal(size=(b, n, n)).astype("float32") * 3)
+    padding = np.arange(n)[None, :] < np.array([[7], [4], [1]])
+    for spec in (None, "fw", "bw", "fw+sd", "bw+sd", "fa2", "sd"):
+        mask = None if spec is None else masks.parse(spec)
+        for pad in (padding, None):
+            allowed, penalty = self_attention_allowed(mask, n, pad)
+            x = logits if penalty is None else logits + penalty
+            expected = masked_softmax(x, allowed, axis=-1).numpy()
+            positional, keys, rows = self_attention_biases(mask, n, pad)
+            y = logits
+            if positional is not None:
+                assert tuple(positional.shape) == (n, n)
+                y = y + positional
+            if keys is not None:
+                assert tuple(keys.shape) == (b, 1, n)
+                y = y + keys
+            got = tf.nn.softmax(y, axis=-1).numpy()
+            if rows is not None:
+                got = got * rows.numpy()
+            np.testing.assert_allclose(got, expected, atol=1e-6, err_msg=f"{spec} {pad is None}")
+            if allowed is not None:  # blocked entries exactly 0, not merely small
+                assert np.all(got[~np.broadcast_to(allowed.numpy(), got.shape)] == 0.0)
+    # A backward mask's first query (no key before it) sees nothing, and
+    # neither does any query of a one-token text.
+    _, _, rows = self_attention_biases(masks.parse("bw"), n, padding)
+    assert rows.numpy()[:, 0, 0].tolist() == [0.0, 0.0, 0.0]
+    assert rows.numpy()[2, :, 0].tolist() == [0.0] * n

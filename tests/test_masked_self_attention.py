@@ -487,3 +487,17 @@ def test_banded_mixed_precision_and_empty_rows(dtype_policy):
     assert weights.dtype == "float32"
     out = to_numpy(out).astype("float32")
     assert np.isfinite(out).all() and np.all(out[1] == 0) and np.all(to_numpy(weights)[1] == 0)
+
+
+@pytest.mark.parametrize("spec", ["fw+sd", "bw", None])
+def test_dense_one_dimensional_attention_builds_no_batch_by_pair_mask(spec):
+    """The 1-D and dot compatibilities mask with additive (n, n) and (b, 1, n)
+    biases: the traced graph holds no boolean tensor of shape (b, n, n)."""
+    b, n, d = 2, 6, 4
+    layer = MaskedSelfAttention(mask=spec)
+    fn = tf.function(lambda h, m: layer(h, mask=m))
+    graph = fn.get_concrete_function(
+        tf.TensorSpec((b, n, d), tf.float32), tf.TensorSpec((b, n), tf.bool)).graph
+    pairs = [op.name for op in graph.get_operations() for out in op.outputs
+             if out.dtype == tf.bool and out.shape.rank == 3 and out.shape[1:] == (n, n)]
+    assert not pairs, f"a (b, n, n) mask is built by {pairs}"

@@ -6,6 +6,7 @@ from keras_posattn.attention_ops import any_allowed
 from keras_posattn.attention_ops import masked_exponentials
 from keras_posattn.attention_ops import masked_softmax
 from keras_posattn.attention_ops import self_attention_allowed
+from keras_posattn.attention_ops import self_attention_biases
 from keras_posattn.attention_ops import zero_padding
 from keras_posattn.layers.weight_options import WeightOptions
 
@@ -200,37 +201,45 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
             return self._banded_call(inputs, mask, return_attention_scores, training)
         h = inputs
         n = ops.shape(h)[1]
-        allowed, penalty = self_attention_allowed(self.positional_mask, n, mask)
         scored = self._compatibility_dropout_layer(h, training=training)
         logits = ops.cast(self._logits(scored), "float32")
         if self.compatibility == "multi_dimensional":
+            allowed, penalty = self_attention_allowed(self.positional_mask, n, mask)
             if penalty is not None:
                 logits = logits + ops.expand_dims(penalty, -1)
             if allowed is not None:
                 allowed = ops.expand_dims(allowed, -1)
             # s[b, q, f] = sum_k p[b, q, k, f] h[b, k, f], the softmax's
             # division applied to the (b, n, d) sum, not the (b, n, n, d)
-            # weights, and a query with no allowed key zeroed there too.
+            # weights, and a query with no allowed key (padding queries
+            # included) zeroed there too.
             exps, total = masked_exponentials(logits, allowed, axis=2, zero_blocked_rows=False)
             dropped = ops.cast(self._dropout_layer(exps, training=training), h.dtype)
             outputs = ops.sum(dropped * ops.expand_dims(h, 1), axis=2)
             outputs = outputs / ops.cast(ops.squeeze(total, 2), h.dtype)
             rows = any_allowed(allowed, axis=2)  # (b, n, 1, 1) or None
             if rows is not None:
-                outputs = outputs * ops.cast(ops.squeeze(rows, 2), h.dtype)
-            weights = None
-            if return_attention_scores:
-                weights = exps / total if rows is None else exps / total * rows
+                rows = ops.squeeze(rows, 2)
         else:
-            if penalty is not None:
-                logits = logits + penalty
-            weights = masked_softmax(logits, allowed, axis=-1)
+            # The mask as additive (n, n) and (b, 1, n) biases: no (b, n, n)
+            # mask is built, and rows with no allowed key (padding queries
+            # included) are zeroed on the (b, n, d) result.
+            positional, keys, rows = self_attention_biases(self.positional_mask, n, mask)
+            if positional is not None:
+                logits = logits + positional
+            if keys is not None:
+                logits = logits + keys
+            weights = masked_softmax(logits, axis=-1)  # the biases did the masking
             dropped = self._dropout_layer(weights, training=training)
             outputs = ops.matmul(ops.cast(dropped, h.dtype), h)
-        outputs = zero_padding(outputs, mask)
-        if return_attention_scores:
-            return outputs, weights
-        return outputs
+        if rows is not None:
+            outputs = outputs * ops.cast(rows, h.dtype)
+        if not return_attention_scores:
+            return outputs
+        if self.compatibility == "multi_dimensional":
+            weights = exps / total
+            rows = None if rows is None else ops.expand_dims(rows, 2)
+        return outputs, (weights if rows is None else weights * rows)
 
     def _banded_call(self, h, mask, return_attention_scores, training):
         """The same attention over the band of allowed offsets only.
