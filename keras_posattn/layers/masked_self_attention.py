@@ -265,7 +265,8 @@ class MaskedSelfAttention(WeightOptions, keras.layers.Layer):
             # (StridedSliceGrad) made the banded step 3.7x slower without XLA
             # (BENCHMARKS.md, "Banded attention"); a slice's gradient is a pad.
             # Padded again for every offset: one pad shared by all offsets
-            # was no faster and kept 0.5 GB more at n = 4,096 (same section).
+            # was no faster and kept 119 MB more in the layer at n = 4,096,
+            # batch 8 (BENCHMARKS.md, "Speed against stock Keras").
             rest = len(x.shape) - 2
             padded = ops.pad(x, [(0, 0), (r, r)] + [(0, 0)] * rest, constant_values=fill)
             return ops.slice(padded, [0, r + offset] + [0] * rest,
