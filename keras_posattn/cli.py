@@ -77,9 +77,11 @@ def _add_data_arguments(p):
     p.add_argument("--max-sentences", type=int,
                    help="sentences kept per document (hierarchical models: hcan, han)")
     p.add_argument("--max-tokens", type=int, help="vocabulary size cap")
-    p.add_argument("--standardize", default="lower_and_strip_punctuation",
-                   choices=("lower_and_strip_punctuation", "lower", "strip_punctuation", "none"),
-                   help="text standardisation before splitting on whitespace")
+    p.add_argument("--standardize", default="lower_and_split_punctuation",
+                   choices=("lower_and_split_punctuation", "split_punctuation",
+                            "lower_and_strip_punctuation", "lower", "strip_punctuation", "none"),
+                   help="text standardisation before splitting on whitespace (default: "
+                   "Unicode lower case, punctuation a word boundary)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--demo-size", type=int, help="training examples of the embedded task")
 

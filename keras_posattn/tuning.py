@@ -271,7 +271,7 @@ def format_value(value):
 
 
 def tune(model_name, train_path=None, test_path=None, dev_path=None, embeddings=None,
-         max_length=None, max_tokens=None, standardize="lower_and_strip_punctuation", seed=1234,
+         max_length=None, max_tokens=None, standardize="lower_and_split_punctuation", seed=1234,
          demo_size=None, tuner="random", max_trials=5, epochs=3, batch_size=None,
          directory="tuning_runs", project=None, overwrite=False, train_best=False,
          best_epochs=None, export_dir="saved_models", overrides=None, verbose=0, log=print,

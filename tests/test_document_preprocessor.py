@@ -31,6 +31,9 @@ def test_split_sentences():
                                                                 "But fine."]
     assert sentences('He said "stop." Then left.') == ['He said "stop."', "Then left."]
     assert sentences("a<br />b<br>c\nd\r\ne") == ["a", "b", "c", "d", "e"]
+    assert sentences("Why? Because.") == ["Why?", "Because."]
+    # IMDB's spaced tags end a sentence too, leaving no "br" word behind.
+    assert sentences("Good.<br / >Bad<BR />x") == ["Good.", "Bad", "x"]
     # No white space after the mark: not a boundary (numbers, URLs).
     assert sentences("pi is 3.14 and e.g.x") == ["pi is 3.14 and e.g.x"]
     assert sentences("") == [""]

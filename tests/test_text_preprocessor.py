@@ -7,6 +7,7 @@ import pytest
 import keras
 import tensorflow as tf
 
+from keras_posattn.preprocessing import STANDARDIZE_OPTIONS
 from keras_posattn.preprocessing import TextPreprocessor
 from keras_posattn.preprocessing import count_tokens
 from keras_posattn.preprocessing import tokenize
@@ -43,7 +44,7 @@ def test_deterministic_and_order_independent():
 def test_every_training_token_is_known():
     # The vocabulary is counted on exactly the tokens the layer produces.
     texts = TEXTS + ["Caf\u00e9 na\u00efve -- it's  spaced\ttabs\u00a0nbsp", "[unk] x \u0085 y"]
-    for standardize in ("lower_and_strip_punctuation", "lower", "strip_punctuation", None):
+    for standardize in STANDARDIZE_OPTIONS:
         pre = TextPreprocessor.from_texts(texts, standardize=standardize)
         assert not (ids(pre, texts) == 1).any(), standardize
 
@@ -56,6 +57,8 @@ def test_literal_unk_token_is_not_duplicated():
 
 def test_standardize_options_and_tokenize():
     assert tokenize(["Hello, World!"]) == [["hello", "world"]]
+    assert tokenize(["Hello,World!"], standardize="lower_and_strip_punctuation") == [
+        ["helloworld"]]
     assert tokenize(["Hello, World!"], standardize="lower") == [["hello,", "world!"]]
     assert tokenize(["Hello, World!"], standardize=None) == [["Hello,", "World!"]]
     assert tokenize(["ab"], split="character") == [["a", "b"]]
@@ -64,6 +67,47 @@ def test_standardize_options_and_tokenize():
     assert pre.tokenize(["Hello, World!"]) == [["hello,", "world!"]]
     with pytest.raises(ValueError, match="standardize"):
         TextPreprocessor.from_texts(TEXTS, standardize="upper")
+
+
+def test_punctuation_is_a_word_boundary_by_default():
+    # TextVectorization's standardisation deletes punctuation: "movie.The"
+    # became the unknown word "moviethe", "3.5" became "35".
+    pre = TextPreprocessor.from_texts(["the movie", "the end what", "3 5"])
+    got = ids(pre, ["movie.The end...what?", "3.5"])
+    assert (got[0, :4] > 1).all(), got
+    assert pre.tokenize(["movie.The end...what?"]) == [["movie", "the", "end", "what"]]
+    assert pre.tokenize(["3.5"]) == [["3", "5"]]
+    assert tokenize(["movie.The"], standardize="lower_and_strip_punctuation") == [["moviethe"]]
+
+
+def test_default_standardisation_splits_clitics_tags_and_symbols():
+    assert tokenize(["I don't think it's bad, CAN'T you’re wrong"]) == [
+        ["i", "do", "n't", "think", "it", "'s", "bad", "ca", "n't", "you", "'re", "wrong"]]
+    # PTB-tokenised text (SST) keeps its clitics as they are.
+    assert tokenize(["it 's not bad , it does n't -lrb- fail -rrb-"]) == [
+        ["it", "'s", "not", "bad", "it", "does", "n't", "lrb", "fail", "rrb"]]
+    assert tokenize(["Good.<br /><br />Bad<BR / >end<br>x"]) == [
+        ["good", "bad", "end", "x"]]
+    assert tokenize(["'quoted' e-mail x_y \u00a0nbsp \U0001F600ok"]) == [
+        ["quoted", "e", "mail", "x", "y", "nbsp", "ok"]]
+    assert tokenize(["Ab.Cd"], standardize="split_punctuation") == [["Ab", "Cd"]]
+
+
+def test_lowercase_is_unicode():
+    # tf.strings.lower alone lowercases ASCII only.
+    for standardize in ("lower_and_split_punctuation", "lower_and_strip_punctuation", "lower"):
+        assert tokenize(["\u00dcn\u00efc\u00f6d\u00e9 \u0394\u0399\u039a"],
+                        standardize=standardize) == [
+            ["\u00fcn\u00efc\u00f6d\u00e9", "\u03b4\u03b9\u03ba"]], standardize
+    pre = TextPreprocessor.from_texts(["\u00fcber"])
+    assert ids(pre, ["\u00dcBER"])[0].tolist() == [2]
+
+
+def test_invalid_utf8_is_replaced_not_an_error():
+    for standardize in STANDARDIZE_OPTIONS[:-1]:
+        pre = TextPreprocessor.from_texts(["good film"], standardize=standardize)
+        out = ids(pre, [b"good \xff\xfe film", b"\xc3"])
+        assert out.shape[0] == 2 and out[0, 0] == pre.vocabulary.index("good"), standardize
 
 
 def test_pads_to_the_batch_not_to_max_length():

@@ -9,15 +9,18 @@ from keras_posattn.preprocessing.document_preprocessor import DocumentPreprocess
 from keras_posattn.preprocessing.document_preprocessor import split_sentences
 from keras_posattn.preprocessing.text_preprocessor import TextPreprocessor
 from keras_posattn.preprocessing.tokenizer import (
+    DEFAULT_STANDARDIZE,
     OOV_TOKEN,
     PAD_TOKEN,
     STANDARDIZE_OPTIONS,
     build_vocabulary,
     count_tokens,
+    standardize_strings,
     tokenize,
 )
 
 __all__ = [
+    "DEFAULT_STANDARDIZE",
     "DocumentPreprocessor",
     "OOV_TOKEN",
     "PAD_TOKEN",
@@ -26,5 +29,6 @@ __all__ = [
     "build_vocabulary",
     "count_tokens",
     "split_sentences",
+    "standardize_strings",
     "tokenize",
 ]

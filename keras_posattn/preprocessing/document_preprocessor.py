@@ -9,7 +9,7 @@ from keras_posattn.preprocessing.text_preprocessor import TextPreprocessor
 
 #: Sentence boundaries (RE2, as ``tf.strings.regex_replace`` reads them):
 #: a line break or an HTML ``<br>`` tag always ends a sentence ...
-LINE_BREAKS = r"<[bB][rR]\s*/?>|\r?\n"
+LINE_BREAKS = tokenizer_lib.LINE_BREAK_TAG + r"|\r?\n"
 #: ... and so does a run of ``.``, ``!`` or ``?`` (with closing quotes or
 #: brackets) followed by white space.
 SENTENCE_ENDS = r"([.!?]+[\"')\]]*)\s+"
@@ -89,7 +89,7 @@ class DocumentPreprocessor(TextPreprocessor):
         vocabulary,
         max_length=64,
         max_sentences=32,
-        standardize="lower_and_strip_punctuation",
+        standardize=tokenizer_lib.DEFAULT_STANDARDIZE,
         split="whitespace",
         pad_to_max_length=False,
         **kwargs,
@@ -110,7 +110,7 @@ class DocumentPreprocessor(TextPreprocessor):
         max_length=None,
         max_tokens=None,
         min_count=1,
-        standardize="lower_and_strip_punctuation",
+        standardize=tokenizer_lib.DEFAULT_STANDARDIZE,
         split="whitespace",
         length_cap=None,
         length_percentile=95,
@@ -162,7 +162,7 @@ class DocumentPreprocessor(TextPreprocessor):
         elif inputs.shape.rank == 2:
             inputs = tf.reshape(inputs, [-1])
         sentences = split_sentences(inputs)
-        ids = self._vectorizer(sentences.flat_values)
+        ids = self._vectorizer(self._standardize(sentences.flat_values))
         ids = tf.RaggedTensor.from_row_splits(ids, sentences.row_splits, validate=False)
         ids = tf.ragged.boolean_mask(ids, ids.row_lengths(axis=2) > 0)
         return tf.cast(ids[:, : self.max_sentences, : self.max_length], tf.int32)

@@ -18,8 +18,9 @@ class TextPreprocessor(keras.layers.Layer):
     sits between raw strings and a model's ``token_ids`` input, the same layer
     in training, in the saved ``classifier.keras`` and in the SavedModel
     served by TF Serving, so the three can never disagree. Texts are
-    standardised and split exactly as ``keras.layers.TextVectorization`` does
-    (it runs one inside), looked up in a fixed vocabulary (0 = padding,
+    standardised by the library's tokenizer (``tokenizer.standardize_strings``:
+    by default Unicode lower case, punctuation a word boundary), split on
+    white space, looked up in a fixed vocabulary (0 = padding,
     1 = unknown word), truncated to ``max_length`` tokens and padded with
     zeros to the longest text of the batch (at least one position, so an
     empty string is a valid input), or to ``max_length`` with
@@ -40,8 +41,11 @@ class TextPreprocessor(keras.layers.Layer):
         vocabulary: list of tokens, ``""`` (padding) and ``"[UNK]"`` first.
         max_length: the longest token sequence a model receives; longer texts
             are truncated.
-        standardize: ``"lower_and_strip_punctuation"``, ``"lower"``,
-            ``"strip_punctuation"`` or None, as for ``TextVectorization``.
+        standardize: one of ``tokenizer.STANDARDIZE_OPTIONS``: the default
+            ``"lower_and_split_punctuation"`` (punctuation separates words),
+            ``"split_punctuation"``, ``"lower_and_strip_punctuation"``
+            (``TextVectorization``'s: punctuation deleted, words merged),
+            ``"lower"``, ``"strip_punctuation"`` or None.
         split: ``"whitespace"``, ``"character"`` or None.
         pad_to_max_length: pad every batch to ``max_length`` instead of to its
             longest text.
@@ -69,7 +73,7 @@ class TextPreprocessor(keras.layers.Layer):
         self,
         vocabulary,
         max_length=64,
-        standardize="lower_and_strip_punctuation",
+        standardize=tokenizer_lib.DEFAULT_STANDARDIZE,
         split="whitespace",
         pad_to_max_length=False,
         **kwargs,
@@ -92,8 +96,10 @@ class TextPreprocessor(keras.layers.Layer):
         self.standardize = standardize
         self.split = split
         self.pad_to_max_length = bool(pad_to_max_length)
+        # The vectorizer only splits and looks up: the standardisation is the
+        # tokenizer's own (``standardize_strings``), run before it.
         self._vectorizer = keras.layers.TextVectorization(
-            standardize=standardize,
+            standardize=None,
             split=split,
             output_mode="int",
             vocabulary=vocabulary[2:],
@@ -114,7 +120,7 @@ class TextPreprocessor(keras.layers.Layer):
         max_length=None,
         max_tokens=None,
         min_count=1,
-        standardize="lower_and_strip_punctuation",
+        standardize=tokenizer_lib.DEFAULT_STANDARDIZE,
         split="whitespace",
         length_cap=None,
         length_percentile=None,
@@ -197,8 +203,11 @@ class TextPreprocessor(keras.layers.Layer):
             inputs = tf.reshape(inputs, [1])
         elif inputs.shape.rank == 2:
             inputs = tf.reshape(inputs, [-1])
-        ids = self._vectorizer(inputs)
+        ids = self._vectorizer(self._standardize(inputs))
         return tf.cast(ids[:, : self.max_length], tf.int32)
+
+    def _standardize(self, inputs):
+        return tokenizer_lib.standardize_strings(inputs, self.standardize)
 
     def __call__(self, inputs, *args, **kwargs):
         # Accept plain Python strings and lists of them, as TextVectorization does.

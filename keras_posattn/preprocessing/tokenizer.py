@@ -1,12 +1,33 @@
 """The one tokenizer of the library, and deterministic vocabularies.
 
-Tokens are exactly what ``keras.layers.TextVectorization`` makes of a text
-with the same ``standardize`` and ``split`` options (the layer's own code is
-run), so the models' preprocessors, the bag-of-words baseline and the
-vocabulary counts all see the same words. Vocabularies are counted in Python,
-not with ``adapt()``: words by frequency, descending, ties alphabetical (by
-Unicode code point); index 0 is the padding token ``""`` and index 1
-``"[UNK]"``.
+Every word the library sees - the models' preprocessors (inside the graph,
+so the SavedModel tokenises as training did), the bag-of-words baseline,
+vocabulary counts, attention labels - comes from ``standardize_strings``
+followed by a split on white space (or into characters). Vocabularies are
+counted in Python, not with ``adapt()``: words by frequency, descending, ties
+alphabetical (by Unicode code point); index 0 is the padding token ``""`` and
+index 1 ``"[UNK]"``.
+
+The standardisations (``STANDARDIZE_OPTIONS``):
+
+- ``"lower_and_split_punctuation"`` (the default): Unicode lower case, HTML
+  line breaks (``<br />``, ``<br / >``...) and every punctuation or symbol
+  character become a word boundary, and English clitics are split off as the
+  Penn Treebank (and GloVe's vocabulary) does - ``"movie.The end...what?"``
+  gives ``movie the end what``, ``"3.5"`` gives ``3 5``, ``"don't"`` gives
+  ``do n't`` and ``"it's"`` ``it 's``. This is Kim's ``clean_str`` idea
+  (which SPE-CNN and others follow): punctuation separates words, it never
+  glues them together.
+- ``"split_punctuation"``: the same without lower-casing.
+- ``"lower_and_strip_punctuation"``: ``keras.layers.TextVectorization``'s
+  default - ASCII punctuation is *deleted*, so ``"movie.The"`` becomes the
+  one word ``moviethe`` (kept for models trained with it) - but lower case is
+  Unicode lower case here.
+- ``"strip_punctuation"``, ``"lower"``: one half of it each; ``None``: the
+  text as it is.
+
+Invalid UTF-8 is replaced with U+FFFD before anything else, so no input
+string can make the graph fail.
 """
 
 from __future__ import annotations
@@ -16,14 +37,16 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-import keras
 import tensorflow as tf
 
 __all__ = [
     "PAD_TOKEN",
     "OOV_TOKEN",
+    "DEFAULT_STANDARDIZE",
     "STANDARDIZE_OPTIONS",
     "SPLIT_OPTIONS",
+    "standardize_strings",
+    "split_strings",
     "tokenize",
     "count_tokens",
     "build_vocabulary",
@@ -31,12 +54,34 @@ __all__ = [
 
 PAD_TOKEN = ""
 OOV_TOKEN = "[UNK]"
-STANDARDIZE_OPTIONS = ("lower_and_strip_punctuation", "lower", "strip_punctuation", None)
+DEFAULT_STANDARDIZE = "lower_and_split_punctuation"
+STANDARDIZE_OPTIONS = (
+    "lower_and_split_punctuation",
+    "split_punctuation",
+    "lower_and_strip_punctuation",
+    "lower",
+    "strip_punctuation",
+    None,
+)
 SPLIT_OPTIONS = ("whitespace", "character", None)
 
-# Same pattern as keras.layers.TextVectorization (used only if the layer's
-# private _preprocess is ever unavailable).
-_PUNCTUATION = r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']'
+# keras.layers.TextVectorization's punctuation (ASCII only), deleted by the
+# *_strip_punctuation options.
+_STRIPPED = r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']'
+# HTML line breaks, however spaced: <br>, <br/>, <br />, <BR / >.
+LINE_BREAK_TAG = r"<\s*[bB][rR]\s*(?:/\s*)?>"
+# A private-use character stands for the apostrophe of a clitic while every
+# other punctuation character is turned into a space.
+_APOSTROPHE = "\ue000"
+_CLITICS = (
+    # don't -> do n't, can't -> ca n't (as the Penn Treebank and GloVe split them)
+    (r"(?i)n['\x{2019}]t(\PL|$)", " n" + _APOSTROPHE + r"t\1"),
+    # it's -> it 's, we're -> we 're, I've, he'd, they'll, I'm
+    (r"(?i)['\x{2019}](s|re|ve|d|ll|m)(\PL|$)", " " + _APOSTROPHE + r"\1\2"),
+)
+# Anything but letters, digits, combining marks, white space and the clitics'
+# apostrophe is a boundary.
+_BOUNDARY = r"[^\pL\pN\pM\s\x{E000}]+"
 _BATCH = 4096
 
 
@@ -50,31 +95,51 @@ def _check_options(standardize, split) -> None:
         raise ValueError(f"split must be one of {SPLIT_OPTIONS}, got {split!r}")
 
 
-def _fallback_preprocess(inputs, standardize, split):
-    if standardize in ("lower", "lower_and_strip_punctuation"):
-        inputs = tf.strings.lower(inputs)
-    if standardize in ("strip_punctuation", "lower_and_strip_punctuation"):
-        inputs = tf.strings.regex_replace(inputs, _PUNCTUATION, "")
+def standardize_strings(inputs, standardize=DEFAULT_STANDARDIZE):
+    """Standardise a string tensor with TensorFlow ops (see the module docstring).
+
+    Args:
+        inputs: string tensor of any shape.
+        standardize: one of ``STANDARDIZE_OPTIONS``.
+
+    Returns:
+        A string tensor of the same shape.
+    """
+    _check_options(standardize, "whitespace")
+    if standardize is None:
+        return inputs
+    inputs = tf.strings.unicode_transcode(inputs, "UTF-8", "UTF-8", errors="replace")
+    if standardize.startswith("lower"):
+        inputs = tf.strings.lower(inputs, encoding="utf-8")
+    if standardize.endswith("strip_punctuation"):
+        return tf.strings.regex_replace(inputs, _STRIPPED, "")
+    if standardize.endswith("split_punctuation"):
+        inputs = tf.strings.regex_replace(inputs, LINE_BREAK_TAG, " ")
+        # The private-use apostrophe cannot come from the text itself.
+        inputs = tf.strings.regex_replace(inputs, _APOSTROPHE, " ")
+        for pattern, rewrite in _CLITICS:
+            inputs = tf.strings.regex_replace(inputs, pattern, rewrite)
+        inputs = tf.strings.regex_replace(inputs, _BOUNDARY, " ")
+        inputs = tf.strings.regex_replace(inputs, _APOSTROPHE, "'")
+    return inputs
+
+
+def split_strings(inputs, split="whitespace"):
+    """Split standardised strings (batch,) into ragged tokens (batch, None)
+    (``None``: one token per string, shape (batch,))."""
     if split == "whitespace":
-        inputs = tf.strings.split(inputs)
-    elif split == "character":
-        inputs = tf.strings.unicode_split(inputs, "UTF-8")
+        return tf.strings.split(inputs)
+    if split == "character":
+        return tf.strings.unicode_split(inputs, "UTF-8")
     return inputs
 
 
 def _token_batches(texts: Sequence[str], standardize, split) -> Iterable[tuple[np.ndarray, np.ndarray]]:
     """Yield ``(flat tokens as bytes objects, tokens per text)`` per batch."""
-    layer = keras.layers.TextVectorization(
-        standardize=standardize, split=split, output_mode="int"
-    )
-    preprocess = getattr(layer, "_preprocess", None)
     texts = list(texts)
     for start in range(0, len(texts), _BATCH):
         batch = tf.constant(texts[start : start + _BATCH], dtype=tf.string)
-        if preprocess is not None:
-            out = preprocess(batch)
-        else:  # pragma: no cover - only for a future Keras without _preprocess
-            out = _fallback_preprocess(batch, standardize, split)
+        out = split_strings(standardize_strings(batch, standardize), split)
         if isinstance(out, tf.RaggedTensor):
             flat = out.flat_values.numpy()
             lengths = out.row_lengths().numpy()
@@ -86,15 +151,15 @@ def _token_batches(texts: Sequence[str], standardize, split) -> Iterable[tuple[n
 
 def tokenize(
     texts: Sequence[str],
-    standardize: str | None = "lower_and_strip_punctuation",
+    standardize: str | None = DEFAULT_STANDARDIZE,
     split: str | None = "whitespace",
 ) -> list[list[str]]:
-    """Tokenize texts exactly as a TextVectorization layer with these options does.
+    """Tokenize texts exactly as the preprocessors do.
 
     Args:
         texts: The texts to tokenize.
-        standardize: A TextVectorization ``standardize`` value.
-        split: A TextVectorization ``split`` value.
+        standardize: One of ``STANDARDIZE_OPTIONS``.
+        split: One of ``SPLIT_OPTIONS``.
 
     Returns:
         One list of token strings per text.
@@ -112,15 +177,15 @@ def tokenize(
 
 def count_tokens(
     texts: Sequence[str],
-    standardize: str | None = "lower_and_strip_punctuation",
+    standardize: str | None = DEFAULT_STANDARDIZE,
     split: str | None = "whitespace",
 ) -> tuple[Counter, np.ndarray]:
     """Count token frequencies and per-text lengths as the layer would tokenize.
 
     Args:
         texts: The texts to tokenize.
-        standardize: A TextVectorization ``standardize`` value.
-        split: A TextVectorization ``split`` value.
+        standardize: One of ``STANDARDIZE_OPTIONS``.
+        split: One of ``SPLIT_OPTIONS``.
 
     Returns:
         ``(counts, lengths)``: a Counter from token string to frequency and an

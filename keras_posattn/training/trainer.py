@@ -143,7 +143,7 @@ def resolve_settings(model_name, demo, overrides=None, recipe_name="paper", **re
 
 
 def prepare_data(settings, train_path=None, test_path=None, dev_path=None, embeddings=None,
-                 max_length=None, max_tokens=None, standardize="lower_and_strip_punctuation",
+                 max_length=None, max_tokens=None, standardize="lower_and_split_punctuation",
                  seed=1234, demo_size=None, length_cap=400, dataset=None, data_dir=None,
                  fold=None, phrases=False, max_sentences=None):
     """Splits, the family's preprocessor and the word vectors for a run.
@@ -492,8 +492,10 @@ def train(model_name, dtype_policy=None, **kwargs):
         max_length: tokens kept per text (default: the longest training text,
             capped at 400).
         max_tokens: vocabulary size cap.
-        standardize: the text standardisation: ``"lower_and_strip_punctuation"``
-            (default), ``"lower"``, ``"strip_punctuation"`` or ``None``.
+        standardize: the text standardisation (``keras_posattn.preprocessing.
+            STANDARDIZE_OPTIONS``): ``"lower_and_split_punctuation"`` (default:
+            punctuation is a word boundary), ``"lower_and_strip_punctuation"``
+            (Keras' TextVectorization's: punctuation deleted), ... or ``None``.
         overrides: dict of model constructor arguments.
         output_dir: run folder (default ``runs/<model_name>``).
         export_dir: SavedModel base folder (``<export_dir>/<model>/<version>``).
@@ -526,7 +528,7 @@ def train(model_name, dtype_policy=None, **kwargs):
 
 def _train(model_name, train_path=None, test_path=None, dev_path=None, embeddings=None,
            epochs=None, batch_size=None, learning_rate=None, optimizer=None, max_length=None,
-           max_tokens=None, standardize="lower_and_strip_punctuation", overrides=None,
+           max_tokens=None, standardize="lower_and_split_punctuation", overrides=None,
            output_dir=None, export_dir="saved_models", export=True, resume=False,
            overwrite=False, seed=1234, demo_size=None, sample_text=None, verbose=None,
            callbacks=None, strategy=None, projector=False, recipe=None, dataset=None,
