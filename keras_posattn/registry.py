@@ -9,8 +9,15 @@ from). A preset names its family, its constructor arguments (``config``),
 its training recipe (``recipe``), the smaller settings used on the embedded
 default task (``demo``), the settings tuned for the 50d GloVe vectors at hand
 (``glove50d``), a ``description`` and the paper's ``reported`` numbers;
-``base = "<preset>"`` starts from another preset. ``description``
-and ``reported`` belong to the preset that states them and are not inherited.
+``base = "<preset>"`` starts from another preset. ``description``,
+``reported`` and ``frozen_vectors`` belong to the preset that states them and
+are not inherited.
+
+``frozen_vectors = true`` marks a preset whose identity is frozen pretrained
+vectors (Kim's CNN-static, SPE-CNN's SingleCNN-static): its word vectors stay
+frozen under every recipe. A recipe table it inherits that would train them
+is overridden (``trainable_embeddings = "none"``); one it states itself is an
+error, and so is ``--set trainable_embeddings=...`` (the trainer's check).
 
 This module imports no model: ``keras_posattn.zoo`` imports the model
 package (which registers the families) and re-exports what is here.
@@ -28,9 +35,12 @@ _FAMILIES = {}
 
 #: Keys a preset table may hold.
 PRESET_KEYS = ("family", "base", "paper", "description", "reported", "config", "recipe", "demo",
-               "glove50d")
+               "glove50d", "frozen_vectors")
 #: Keys that describe one preset only and are not inherited through ``base``.
-OWN_KEYS = ("description", "reported")
+OWN_KEYS = ("description", "reported", "frozen_vectors")
+#: The recipe tables whose ``config`` may set ``trainable_embeddings``
+#: (the embedded task's ``demo`` has no pretrained vectors to keep frozen).
+_VECTOR_TABLES = ("config", "glove50d")
 #: Package holding the preset files (the repository's ``zoo/`` folder).
 PRESET_PACKAGE = "keras_posattn._zoo"
 
@@ -114,7 +124,28 @@ def _resolve(name, raw, seen=()):
     _merge(resolved, {k: v for k, v in table.items() if k not in ("base", "source")})
     resolved["name"] = name
     resolved["source"] = table["source"]
+    if table.get("frozen_vectors"):
+        _keep_vectors_frozen(resolved, table)
     return resolved
+
+
+def _keep_vectors_frozen(resolved, table):
+    """A ``frozen_vectors`` preset: every recipe keeps ``trainable_embeddings
+    = "none"``; an inherited table that says otherwise is overridden, the
+    preset's own table may not."""
+    for where in _VECTOR_TABLES:
+        own = table.get(where, {})
+        own = own.get("config", {}) if where != "config" else own
+        if own.get("trainable_embeddings", "none") != "none":
+            key = where if where == "config" else f"{where}.config"
+            raise PresetError(
+                f"{table['source']}: preset {resolved['name']!r} has frozen_vectors = true but "
+                f"its {key} sets trainable_embeddings = {own['trainable_embeddings']!r}; a "
+                "preset whose identity is frozen vectors keeps them frozen.")
+        if where == "config":
+            resolved["config"]["trainable_embeddings"] = "none"
+        elif where in resolved:
+            resolved[where].setdefault("config", {})["trainable_embeddings"] = "none"
 
 
 def _merge(into, update):

@@ -135,6 +135,11 @@ def resolve_settings(model_name, demo, overrides=None, recipe_name="paper", **re
     config.update(extra.get("config", {}))
     recipe.update(extra.get("recipe", {}))
     config.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if preset.get("frozen_vectors") and config.get("trainable_embeddings") != "none":
+        raise TrainingError(
+            f"{model_name} keeps its pretrained vectors frozen (that is what the preset is); "
+            f"trainable_embeddings={config['trainable_embeddings']!r} would make it another "
+            "model: pick the non-static preset instead.")
     try:
         recipe = Recipe.from_dict(recipe, where=f"preset {model_name!r}").replace(**recipe_changes)
     except ValueError as e:
