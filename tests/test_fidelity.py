@@ -72,3 +72,73 @@ def test_singlecnn_static_rows_stay_glove_after_a_50d_epoch(tmp_path):
     weights = keras.ops.convert_to_numpy(model.embedding.table())
     for word, vector in table.items():
         np.testing.assert_allclose(weights[pre.vocabulary.index(word)], vector, atol=1e-6)
+
+
+def test_han_hcan_is_hcans_configuration_of_han():
+    # HCAN section 4.3: BiGRU 50, attention hidden layer 200, 512-d vectors.
+    han, han_hcan = zoo.get_preset("han"), zoo.get_preset("han_hcan")
+    assert han["config"]["attention_units"] == 100 and han["config"]["embedding_dim"] == 200
+    assert han_hcan["config"]["attention_units"] == 200
+    assert han_hcan["config"]["embedding_dim"] == 512 and han_hcan["config"]["units"] == 50
+    assert han_hcan["reported"]["yelp16"] == 76.30 and "yelp16" not in han["reported"]
+    assert (han_hcan["recipe"]["learning_rate"], han_hcan["recipe"]["beta_2"]) == (2e-5, 0.99)
+    model = zoo.build("han_hcan")
+    embedding = model.embedding.count_params()
+    # word GRU 2*3*(50*(512+50)+2*50) + word attention 100*200+200+200 + sentence GRU
+    # 2*3*(50*(100+50)+2*50) + sentence attention 20,400 + classifier 505
+    assert model.count_params() - embedding == 169_200 + 20_400 + 45_600 + 20_400 + 505
+
+
+def _small_cspan(recipe_name):
+    settings = trainer.resolve_settings("cspan", demo=False, recipe_name=recipe_name)
+    config = dict(settings.config, vocabulary_size=50, num_classes=3, embedding_dim=8,
+                  num_queries=2)
+    model = zoo.build("cspan", **config)
+    settings.recipe.apply_coupled_weight_decay(model)
+    return settings, model
+
+
+def test_cspan_paper_recipe_decays_every_trainable_weight_as_pytorch_adam():
+    settings, model = _small_cspan("paper")
+    assert settings.recipe.coupled_weight_decay == 1e-4 and settings.config["l2"] == 0.0
+    assert settings.recipe.epsilon == 1e-8
+    assert settings.recipe.make_optimizer().epsilon == 1e-8
+    names = {v.path for v in model.trainable_weights}
+    # The embedding, the queries, biases and LayerNorms are decayed too.
+    assert any("token_embedding" in n for n in names)
+    assert any("gamma" in n for n in names) and any("bias" in n for n in names)
+    assert any("queries" in n or "query" in n for n in names), names
+    assert all(v.regularizer is not None for v in model.trainable_weights)
+    total = sum(float(np.sum(np.square(v.numpy()))) for v in model.trainable_weights)
+    np.testing.assert_allclose(float(sum(model.losses)), 0.5e-4 * total, rtol=1e-5)
+
+
+def test_cspan_50d_recipe_keeps_the_kernel_only_l2():
+    settings, model = _small_cspan("50d")
+    assert not settings.recipe.coupled_weight_decay and settings.config["l2"] == 5e-5
+    decayed = [v for v in model.trainable_weights if v.regularizer is not None]
+    assert decayed and all("kernel" in v.path for v in decayed)
+    assert not any("token_embedding" in v.path for v in decayed)
+
+
+def test_coupled_decay_adds_to_a_weights_own_l2():
+    recipe = trainer.Recipe(coupled_weight_decay=0.2)
+    layer = keras.layers.Dense(2, kernel_regularizer=keras.regularizers.L2(0.3))
+    model = keras.Sequential([keras.Input((3,)), layer])
+    recipe.apply_coupled_weight_decay(model)
+    kernel, bias = layer.kernel.numpy(), layer.bias.numpy()
+    expected = (0.3 + 0.1) * np.sum(kernel ** 2) + 0.1 * np.sum(bias ** 2)
+    np.testing.assert_allclose(float(sum(model.losses)), expected, rtol=1e-5)
+
+
+def test_epn_paper_recipe_keeps_the_top_30000_words_and_epsilon(tmp_path):
+    settings = trainer.resolve_settings("epn", demo=False, recipe_name="paper")
+    assert settings.recipe.max_tokens == 30_002 and settings.recipe.epsilon == 1e-8
+    # prepare_data applies the recipe's cap when the run sets none.
+    small = trainer.Settings(**{**vars(settings),
+                                "recipe": settings.recipe.replace(max_tokens=5)})
+    train, _ = _write_task(tmp_path)
+    data = trainer.prepare_data(small, train_path=str(train), embeddings="none")
+    assert data.preprocessor.vocabulary_size == 5
+    data = trainer.prepare_data(small, train_path=str(train), embeddings="none", max_tokens=7)
+    assert data.preprocessor.vocabulary_size == 7

@@ -23,8 +23,11 @@ token pools to it), so the remaining blocks run on that single position.
 
 Choices where the paper is silent, documented and exposed:
 
-- The region embedding has no activation (``region_activation``; the next
-  convolution pre-activates with ReLU, as in DPCNN).
+- The region embedding has no activation (``region_activation``): the
+  paper gives none, and what reads it next - the first block's max pooling
+  and Bi-LSTM, whose gates are non-linear - needs none. (EPN's
+  pre-activated ReLU convolutions come only after each block's attention;
+  unlike DPCNN, no convolution follows the region embedding directly.)
 - No dropout or normalisation inside the blocks; the attention's weights get
   ``attention_dropout`` (default 0).
 - ``embedding_l2`` is a Keras L2 factor (``1e-4 * sum(w^2)``); the paper

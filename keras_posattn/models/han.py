@@ -22,10 +22,14 @@ Choices where the paper is silent (each an argument):
 
 - ``dropout`` (default 0, as in Yang et al.) applies to the document vector
   before the classifier.
-- The attention width ``attention_units`` is 100, the GRU states' width (Yang
-  et al. do not give it; the HCAN paper's HAN baseline uses 200-d word2vec
-  vectors and the same 50-unit GRUs).
-- ``embedding_dim`` 200 (Yang et al.'s word2vec vectors).
+- The attention's hidden width ``attention_units`` (the size of u_it and of
+  the context vector) is 100, as Yang et al.'s word and sentence context
+  vectors; ``embedding_dim`` 200, their word2vec vectors.
+- HCAN's Table 2 ran HAN differently ("a bi-directional GRU with 50 units
+  and an attention mechanism with a hidden layer of 200 neurons", 512-d
+  word2vec for every deep model, Adam 2e-5): the ``han_hcan`` preset,
+  ``attention_units=200``, ``embedding_dim=512``, which carries Table 2's
+  numbers; ``han`` is Yang et al.'s own configuration.
 
 Parameter count (embedding excluded), 200-d words, 5 classes: word GRU
 2 x 3 x (50 x (200 + 50) + 2 x 50) = 75,600 (Keras' ``reset_after`` GRU has

@@ -31,7 +31,20 @@ class Recipe:
             (``"glove-6b-50d"``, a file path, or None for none).
         ema: exponential moving average of the weights (e.g. 0.999), swapped
             in at the end of training; None for none.
-        weight_decay: decoupled weight decay (AdamW / SGD), None for none.
+        weight_decay: decoupled weight decay, as Keras applies it (AdamW:
+            ``w -= lr * weight_decay * w`` beside the update), None for none.
+        coupled_weight_decay: PyTorch's ``Adam(weight_decay=...)`` (and TF1's
+            ``wd * tf.nn.l2_loss(w)`` on every variable): ``coupled_weight_decay
+            * w`` added to the gradient of *every* trainable weight before the
+            optimizer's step - embeddings, biases, norms and attention queries
+            included - as a ``(coupled_weight_decay / 2) * sum(w^2)`` loss
+            term (``apply_coupled_weight_decay``). On top of a model's own
+            kernel L2, if it has one. None for none.
+        epsilon: the optimizer's epsilon (None: Keras' default, 1e-7; PyTorch's
+            Adam and TF1's use 1e-8).
+        max_tokens: the vocabulary the paper keeps (words + PAD + [UNK], as
+            ``--max-tokens``), used when the run does not set one; None: every
+            training word.
         clipnorm: gradient norm clipping, None for none.
         beta_2: the second-moment decay of Adam / AdamW (None: Keras' 0.999;
             HCAN trains with 0.99).
@@ -66,6 +79,9 @@ class Recipe:
     embeddings: str = None
     ema: float = None
     weight_decay: float = None
+    coupled_weight_decay: float = None
+    epsilon: float = None
+    max_tokens: int = None
     clipnorm: float = None
     beta_2: float = None
     lr_decay_epochs: list = None
@@ -92,6 +108,10 @@ class Recipe:
                              f"got {recipe.mixed_bfloat16!r}.")
         if recipe.beta_2 is not None and recipe.optimizer not in ("adam", "adamw"):
             raise ValueError(f"{where}: beta_2 applies to adam and adamw, not {recipe.optimizer!r}.")
+        if recipe.epsilon is not None and recipe.optimizer == "sgd":
+            raise ValueError(f"{where}: epsilon does not apply to sgd.")
+        if recipe.max_tokens is not None and int(recipe.max_tokens) < 3:
+            raise ValueError(f"{where}: max_tokens must be >= 3 (PAD, [UNK], a word).")
         return recipe
 
     def replace(self, **changes):
@@ -123,7 +143,22 @@ class Recipe:
             kwargs["clipnorm"] = float(self.clipnorm)
         if self.beta_2 is not None:
             kwargs["beta_2"] = float(self.beta_2)
+        if self.epsilon is not None:
+            kwargs["epsilon"] = float(self.epsilon)
         return OPTIMIZERS[self.optimizer](**kwargs)
+
+    def apply_coupled_weight_decay(self, model):
+        """Give every trainable weight of ``model`` the recipe's coupled weight
+        decay, as an L2 term of ``coupled_weight_decay / 2`` added to the
+        weight's own regularizer (Keras adds regularizers to the loss at every
+        step). A no-op without ``coupled_weight_decay``."""
+        if not self.coupled_weight_decay:
+            return model
+        decay = keras.regularizers.L2(float(self.coupled_weight_decay) / 2)
+        for variable in model.trainable_weights:
+            own = variable.regularizer
+            variable.regularizer = decay if own is None else _SumOfRegularizers(own, decay)
+        return model
 
     def schedule_callback(self):
         """The learning-rate steps as a Keras callback (None without steps)."""
@@ -153,3 +188,13 @@ class Recipe:
 
 
 RECIPE_KEYS = tuple(f.name for f in dataclasses.fields(Recipe))
+
+
+class _SumOfRegularizers(keras.regularizers.Regularizer):
+    """A weight's own regularizer plus the recipe's coupled weight decay."""
+
+    def __init__(self, *parts):
+        self.parts = parts
+
+    def __call__(self, x):
+        return sum(part(x) for part in self.parts)

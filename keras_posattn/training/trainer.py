@@ -214,6 +214,8 @@ def prepare_data(settings, train_path=None, test_path=None, dev_path=None, embed
     if preprocessor_cls.input_rank == 2:
         # Sentences are short: no cap of the flat texts' kind on their length.
         length_cap = None
+    if max_tokens is None:
+        max_tokens = settings.recipe.max_tokens
     preprocessor = preprocessor_cls.from_texts(
         splits.train.texts, max_length=max_length, max_tokens=max_tokens,
         standardize=standardize, length_cap=length_cap, **options,
@@ -281,6 +283,7 @@ def build_model(settings, data, overrides=None, compile=True):
         raise TrainingError(str(e)) from None
     if data.vectors is not None:
         model.embedding.set_pretrained(data.vectors.matrix, data.vectors.pretrained)
+    settings.recipe.apply_coupled_weight_decay(model)
     if compile:
         model.compile(
             optimizer=settings.recipe.make_optimizer(),
