@@ -163,8 +163,14 @@ class DocumentPreprocessor(TextPreprocessor):
             inputs = tf.reshape(inputs, [-1])
         sentences = split_sentences(inputs)
         ids = self._vectorizer(self._standardize(sentences.flat_values))
-        ids = tf.RaggedTensor.from_row_splits(ids, sentences.row_splits, validate=False)
-        ids = tf.ragged.boolean_mask(ids, ids.row_lengths(axis=2) > 0)
+        # Drop the sentences without a token by gathering the others: a ragged
+        # boolean_mask would densify (sentences in the batch) x (longest
+        # sentence) first, which one hostile 100k-token document makes 20 GB.
+        keep = ids.row_lengths() > 0
+        per_document = tf.math.unsorted_segment_sum(
+            tf.cast(keep, tf.int64), sentences.value_rowids(), sentences.nrows())
+        ids = tf.RaggedTensor.from_row_lengths(tf.gather(ids, tf.where(keep)[:, 0]),
+                                               per_document, validate=False)
         return tf.cast(ids[:, : self.max_sentences, : self.max_length], tf.int32)
 
     def call(self, inputs):
