@@ -232,10 +232,11 @@ def test_loading_a_file_without_a_frozen_table_clears_the_models(tmp_path):
 
 
 @pytest.mark.parametrize("dtype_policy", ["mixed_bfloat16"], indirect=True)
-def test_float32_copy_after_mixed_precision_keeps_frozen_rows(dtype_policy):
+def test_float32_copy_after_mixed_precision_keeps_frozen_rows_and_optimizer(dtype_policy):
     """The trainer's float32 copy (for classifier.keras and the export after
-    mixed-precision training) of a model with frozen pretrained rows: the
-    frozen table and the same weights."""
+    mixed-precision training) of a model with frozen pretrained rows: same
+    weights, same outputs, and the optimizer that trained it, not the
+    RMSprop of a bare ``compile()``."""
     from keras_posattn.training.trainer import float32_copy
 
     model = zoo.build("bilstm", num_classes=2, vocabulary_size=V, embedding_dim=D,
@@ -249,3 +250,5 @@ def test_float32_copy_after_mixed_precision_keeps_frozen_rows(dtype_policy):
     assert len(copy.embedding.weights) == 3
     np.testing.assert_array_equal(to_numpy(copy.embedding.table()),
                                   to_numpy(model.embedding.table()))
+    assert type(copy.optimizer) is keras.optimizers.Adam
+    assert float(copy.optimizer.learning_rate) == pytest.approx(2e-3)

@@ -41,6 +41,7 @@ from keras import ops
 from keras_posattn.layers import ClassificationHead
 from keras_posattn.layers import TokenEmbedding
 from keras_posattn.layers.token_embedding import TRAINABLE_ROWS
+from keras_posattn.models.logits_classifier import LogitsClassifier
 from keras_posattn.preprocessing import TextPreprocessor
 
 DEFAULT_VOCABULARY_SIZE = 20000
@@ -59,7 +60,7 @@ CONTRACT_ARGUMENTS = (
 )
 
 
-class ZooModel(keras.Model):
+class ZooModel(LogitsClassifier):
     """Base class of the zoo's models (see the module docstring).
 
     Subclasses build their layers, call ``super().__init__(inputs=...,

@@ -2,9 +2,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_posattn.models.logits_classifier import LogitsClassifier
+
 
 @keras.saving.register_keras_serializable(package="keras_posattn")
-class TextClassifier(keras.Model):
+class TextClassifier(LogitsClassifier):
     """Raw strings in, class logits out: a preprocessor and a zoo model.
 
     What ``keras-posattn train`` saves as ``classifier.keras`` and what the

@@ -469,8 +469,7 @@ def float32_copy(model):
         keras.mixed_precision.set_global_policy(previous)
     copy.embedding.match_variables(model.embedding)  # the frozen table, if any
     copy.set_weights(model.get_weights())
-    copy.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                 metrics=["accuracy"])
+    copy.compile_from_config(model.get_compile_config())  # the optimizer that trained
     return copy
 
 

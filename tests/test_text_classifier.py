@@ -1,0 +1,105 @@
+"""Keras' conventions for zoo models and ``TextClassifier``: ``compile()``
+defaults for logits, the compile config that is saved."""
+
+import json
+import os
+import warnings
+import zipfile
+
+import keras
+import numpy as np
+import pytest
+
+from keras_posattn import zoo
+from keras_posattn.models import TextClassifier
+from keras_posattn.preprocessing import TextPreprocessor
+
+TEXTS = ["a good film", "a bad film", "not good at all", "very bad indeed",
+         "good good good", "bad and boring", "truly good", "bad"]
+LABELS = [1, 0, 0, 0, 1, 0, 1, 0]
+NAMES = ["negative", "positive"]
+
+
+def small_model():
+    return zoo.build("mpsan", num_classes=2, vocabulary_size=30, embedding_dim=8, max_length=6)
+
+
+def classifier():
+    keras.utils.set_random_seed(0)
+    pre = TextPreprocessor.from_texts(TEXTS, max_length=6)
+    net = zoo.build("mpsan", num_classes=2, vocabulary_size=pre.vocabulary_size,
+                    embedding_dim=8, max_length=6)
+    return TextClassifier(pre, net, label_names=NAMES)
+
+
+def crossentropy_of_logits(logits, labels):
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return float(-log_p[np.arange(len(labels)), labels].mean())
+
+
+@pytest.mark.parametrize("make", [small_model, classifier], ids=["zoo_model", "text_classifier"])
+def test_compile_without_arguments_trains_on_logits(make):
+    model = make()
+    model.compile()
+    assert isinstance(model.optimizer, keras.optimizers.Adam)
+    assert float(model.optimizer.learning_rate) == pytest.approx(1e-3)
+    assert isinstance(model.loss, keras.losses.SparseCategoricalCrossentropy)
+    assert model.loss.get_config()["from_logits"] is True
+    if make is classifier:
+        x, y = np.array(TEXTS, dtype=object), np.array(LABELS)
+    else:
+        x = np.random.default_rng(0).integers(2, 30, size=(8, 6)).astype("int32")
+        y = np.array(LABELS)
+    logs = model.evaluate(x, y, verbose=0, return_dict=True)
+    assert set(logs) == {"loss", "accuracy"}
+    expected = crossentropy_of_logits(model.predict(x, verbose=0), y)
+    assert logs["loss"] == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize("loss", ["sparse_categorical_crossentropy", "SparseCategoricalCrossentropy",
+                                  keras.losses.sparse_categorical_crossentropy])
+def test_a_crossentropy_named_by_string_is_taken_on_logits(loss):
+    model = small_model()
+    model.compile(optimizer="sgd", loss=loss)
+    x = np.random.default_rng(1).integers(2, 30, size=(8, 6)).astype("int32")
+    y = np.array(LABELS)
+    loss_value = model.evaluate(x, y, verbose=0, return_dict=True)["loss"]
+    assert loss_value == pytest.approx(crossentropy_of_logits(model.predict(x, verbose=0), y),
+                                       rel=1e-4)
+    assert isinstance(model.optimizer, keras.optimizers.SGD)
+
+
+def test_a_probability_crossentropy_is_refused():
+    with pytest.raises(ValueError, match="outputs logits; pass from_logits=True"):
+        small_model().compile(loss=keras.losses.SparseCategoricalCrossentropy())
+
+
+def test_other_losses_and_metrics_are_kept():
+    model = small_model()
+    model.compile(loss="mse", metrics=["mae"])
+    assert model.loss == "mse"
+
+
+def test_saved_classifier_keeps_the_optimizer_that_trained_it(tmp_path):
+    """The compile config in classifier.keras is the trained one (not the
+    RMSprop of a bare Keras ``compile()``), and loading compiles with it
+    without Keras' warnings about a custom ``compile()`` or a mismatched
+    optimizer."""
+    clf = classifier()
+    clf.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.5))
+    clf.fit(np.array(TEXTS, dtype=object), np.array(LABELS), epochs=1, verbose=0)
+    path = os.path.join(tmp_path, "classifier.keras")
+    clf.save(path)
+    config = json.loads(zipfile.ZipFile(path).read("config.json"))
+    assert config["compile_config"]["optimizer"]["class_name"] == "SGD"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = keras.saving.load_model(path)
+    assert [str(w.message) for w in caught] == []
+    assert isinstance(loaded.optimizer, keras.optimizers.SGD)
+    assert loaded.optimizer.get_config()["momentum"] == 0.5
+    assert loaded.loss.get_config()["from_logits"] is True
+    x = np.array(TEXTS, dtype=object)
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), clf.predict(x, verbose=0),
+                               rtol=1e-5, atol=1e-6)
