@@ -1,5 +1,6 @@
 """Keras' conventions for zoo models and ``TextClassifier``: ``compile()``
-defaults for logits, the compile config that is saved."""
+defaults for logits, raw strings in ``fit``/``predict``/``evaluate``, the
+compile config that is saved."""
 
 import json
 import os
@@ -79,6 +80,31 @@ def test_other_losses_and_metrics_are_kept():
     model = small_model()
     model.compile(loss="mse", metrics=["mae"])
     assert model.loss == "mse"
+
+
+@pytest.mark.parametrize("as_", ["list", "numpy", "tuple"])
+def test_fit_predict_evaluate_take_python_strings(as_):
+    clf = classifier()
+    clf.compile()
+    x = {"list": list(TEXTS), "numpy": np.array(TEXTS), "tuple": tuple(TEXTS)}[as_]
+    history = clf.fit(x, LABELS, validation_data=(x, LABELS), epochs=2, batch_size=4, verbose=0)
+    assert set(history.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
+    assert clf.predict(x, verbose=0).shape == (len(TEXTS), 2)
+    assert set(clf.evaluate(x, LABELS, verbose=0, return_dict=True)) == {"loss", "accuracy"}
+
+
+def test_fit_takes_label_names_and_checks_labels():
+    clf = classifier()
+    clf.compile()
+    names = [NAMES[i] for i in LABELS]
+    by_name = clf.evaluate(TEXTS, names, verbose=0, return_dict=True)
+    by_id = clf.evaluate(TEXTS, LABELS, verbose=0, return_dict=True)
+    assert by_name == by_id
+    with pytest.raises(ValueError, match=r"labels \['neutral'\] are not among the classifier's "
+                                         r"label_names \['negative', 'positive'\]"):
+        clf.fit(TEXTS, names[:-1] + ["neutral"], verbose=0)
+    with pytest.raises(ValueError, match=r"class ids 0\.\.1 \(num_classes=2\), found 0\.\.2"):
+        clf.fit(TEXTS, LABELS[:-1] + [2], verbose=0)
 
 
 def test_saved_classifier_keeps_the_optimizer_that_trained_it(tmp_path):
