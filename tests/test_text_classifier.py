@@ -1,9 +1,11 @@
 """Keras' conventions for zoo models and ``TextClassifier``: ``compile()``
 defaults for logits, raw strings in ``fit``/``predict``/``evaluate``, the
-compile config that is saved."""
+compile config that is saved, registration on ``import keras_posattn``."""
 
 import json
 import os
+import subprocess
+import sys
 import warnings
 import zipfile
 
@@ -19,6 +21,7 @@ TEXTS = ["a good film", "a bad film", "not good at all", "very bad indeed",
          "good good good", "bad and boring", "truly good", "bad"]
 LABELS = [1, 0, 0, 0, 1, 0, 1, 0]
 NAMES = ["negative", "positive"]
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def small_model():
@@ -129,3 +132,42 @@ def test_saved_classifier_keeps_the_optimizer_that_trained_it(tmp_path):
     x = np.array(TEXTS, dtype=object)
     np.testing.assert_allclose(loaded.predict(x, verbose=0), clf.predict(x, verbose=0),
                                rtol=1e-5, atol=1e-6)
+
+
+def _run(code):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+@pytest.mark.parametrize("imports", ["import keras_posattn, keras", "import keras, keras_posattn"])
+def test_import_keras_posattn_registers_every_serializable_class(tmp_path, imports):
+    """After ``import keras_posattn`` alone, ``keras.saving.load_model`` loads
+    a saved classifier, whichever of Keras and the package comes first; the
+    registered classes are all those that importing every module registers."""
+    path = os.path.join(tmp_path, "classifier.keras")
+    clf = classifier()
+    clf.save(path)
+    out = _run(f"""{imports}
+import json, pkgutil, importlib
+import keras
+model = keras.saving.load_model({path!r})
+first = sorted(k for k in keras.saving.get_custom_objects() if k.startswith("keras_posattn>"))
+for module in pkgutil.walk_packages(keras_posattn.__path__, "keras_posattn."):
+    if module.name.split(".")[-1] not in ("cli", "__main__"):
+        importlib.import_module(module.name)
+every = sorted(k for k in keras.saving.get_custom_objects() if k.startswith("keras_posattn>"))
+print(json.dumps([type(model).__name__, model.label_names, first, every]))
+""")
+    name, labels, first, every = json.loads(out.strip().splitlines()[-1])
+    assert (name, labels) == ("TextClassifier", NAMES)
+    assert first == every
+    assert "keras_posattn>TextClassifier" in first and "keras_posattn>MPSAN" in first
+
+
+def test_import_keras_posattn_alone_does_not_load_tensorflow():
+    out = _run("import sys, keras_posattn; print('tensorflow' in sys.modules, 'keras' in sys.modules)")
+    assert out.split() == ["False", "False"]
