@@ -78,8 +78,8 @@ class ZooModel(LogitsClassifier):
         """Clear errors for bad contract arguments (before any layer is made)."""
         if int(vocabulary_size) < 3:
             raise ValueError(f"vocabulary_size must be >= 3 (PAD, UNK, a word), got {vocabulary_size}.")
-        if int(num_classes) < 2:
-            raise ValueError(f"num_classes must be >= 2, got {num_classes}.")
+        if isinstance(num_classes, bool) or not hasattr(num_classes, "__index__") or num_classes < 2:
+            raise ValueError(f"num_classes must be an int >= 2, got {num_classes!r}.")
         if max_length is not None and int(max_length) < 1:
             raise ValueError(f"max_length must be >= 1 or None, got {max_length}.")
         if not 0.0 <= float(dropout) < 1.0:

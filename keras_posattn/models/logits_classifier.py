@@ -9,6 +9,7 @@ is taken on logits too, and one built with ``from_logits=False`` is refused
 """
 
 import keras
+import numpy as np
 
 #: Adam's learning rate when ``compile()`` is given no optimizer (the 50d
 #: recipes' choice for training from scratch).
@@ -77,3 +78,28 @@ class LogitsClassifier(keras.Model):
         self.compile(**config)
         if self.built:
             self.optimizer.build(self.trainable_variables)
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        """``keras.Model.fit``; integer labels outside ``0..num_classes-1``
+        (in ``y`` or ``validation_data``) raise a one-line error."""
+        validation = kwargs.get("validation_data")
+        if isinstance(validation, tuple) and len(validation) >= 2:
+            self.check_labels(validation[1])
+        return super().fit(x, self.check_labels(y), *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        return super().evaluate(x, self.check_labels(y), *args, **kwargs)
+
+    def check_labels(self, y):
+        """``y`` itself; an error if it holds integer class ids the model's
+        ``num_classes`` logits do not cover (Keras would fail deep inside the
+        loss, or train on a wrong loss)."""
+        if isinstance(y, (list, tuple, np.ndarray)):
+            ids = np.asarray(y)
+            num_classes = self.outputs[0].shape[-1]
+            if ids.dtype.kind in "iu" and ids.size and not 0 <= ids.min() <= ids.max() < num_classes:
+                raise ValueError(
+                    f"labels must be class ids 0..{num_classes - 1} (num_classes={num_classes}), "
+                    f"found {int(ids.min())}..{int(ids.max())}."
+                )
+        return y

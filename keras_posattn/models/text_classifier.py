@@ -74,7 +74,7 @@ class TextClassifier(LogitsClassifier):
         return x
 
     def _class_ids(self, y):
-        """Label names or class ids as int32 ids, checked against the classes."""
+        """Label names as int32 class ids (class ids as they are)."""
         if not isinstance(y, (list, tuple, np.ndarray)):
             return y
         y = np.asarray(y)
@@ -85,11 +85,6 @@ class TextClassifier(LogitsClassifier):
                 raise ValueError(f"labels {unknown[:5]} are not among the classifier's "
                                  f"label_names {self.label_names}.")
             return np.array([index[str(v)] for v in y.ravel()], "int32").reshape(y.shape)
-        if y.dtype.kind in "iu" and y.size and not 0 <= y.min() <= y.max() < len(self.label_names):
-            raise ValueError(
-                f"labels must be class ids 0..{len(self.label_names) - 1} (num_classes="
-                f"{len(self.label_names)}), found {int(y.min())}..{int(y.max())}."
-            )
         return y
 
     def predict_probabilities(self, texts):
