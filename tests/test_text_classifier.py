@@ -47,7 +47,7 @@ def test_compile_without_arguments_trains_on_logits(make):
     model = make()
     model.compile()
     assert isinstance(model.optimizer, keras.optimizers.Adam)
-    assert float(model.optimizer.learning_rate) == pytest.approx(1e-3)
+    assert keras.ops.convert_to_numpy(model.optimizer.learning_rate) == pytest.approx(1e-3)
     assert isinstance(model.loss, keras.losses.SparseCategoricalCrossentropy)
     assert model.loss.get_config()["from_logits"] is True
     if make is classifier:

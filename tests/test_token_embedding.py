@@ -208,11 +208,15 @@ def test_one_table_unless_frozen_rows_hold_vectors(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["pretrained", "random"])
-def test_files_of_the_two_table_layout_still_load(kind):
-    """``.keras`` files written when an "oov" embedding always held a second
-    full table (tests/data/token_embedding_v0.py wrote them) load with the
-    same outputs; a file whose frozen rows were all zero loads into one table."""
-    model = keras.saving.load_model(os.path.join(DATA, f"token_embedding_v0_{kind}.keras"))
+def test_weights_of_the_two_table_layout_still_load(kind):
+    """Weights written when an "oov" embedding always held a second full
+    table (tests/data/token_embedding_v0.py wrote them with that code) load
+    with the same outputs; those whose frozen rows were all zero load into
+    one table."""
+    inputs = keras.Input((None,), dtype="int32")
+    model = keras.Model(inputs, TokenEmbedding(V, D, trainable_rows="oov",
+                                               name="token_embedding")(inputs))
+    model.load_weights(os.path.join(DATA, f"token_embedding_v0_{kind}.weights.h5"))
     expected = np.load(os.path.join(DATA, f"token_embedding_v0_{kind}.npy"))
     np.testing.assert_array_equal(model.predict(np.arange(V)[None], verbose=0), expected)
     assert len(model.get_layer("token_embedding").weights) == (3 if kind == "pretrained" else 2)
@@ -251,4 +255,4 @@ def test_float32_copy_after_mixed_precision_keeps_frozen_rows_and_optimizer(dtyp
     np.testing.assert_array_equal(to_numpy(copy.embedding.table()),
                                   to_numpy(model.embedding.table()))
     assert type(copy.optimizer) is keras.optimizers.Adam
-    assert float(copy.optimizer.learning_rate) == pytest.approx(2e-3)
+    assert to_numpy(copy.optimizer.learning_rate) == pytest.approx(2e-3)
