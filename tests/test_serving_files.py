@@ -13,7 +13,7 @@ from tensorflow_serving.config import model_server_config_pb2
 from keras_posattn.serving_files import model_server_config
 from keras_posattn.serving_files import predict_log
 
-NAMES = ["mpsan", "spe_cnn", 'we"ird\\name', "caf\u00e9 \u4e2d", "tab\there", "bell\x07\x7f"]
+NAMES = ["mpsan", "spe_cnn", 'we"ird\\name', "caf\u00e9 \u4e2d", "tab\there"]
 
 
 def reference_config(models):
@@ -34,6 +34,16 @@ def test_model_server_config_is_what_text_format_writes(count):
     assert written == reference_config(models)
     parsed = text_format.Parse(written, model_server_config_pb2.ModelServerConfig())
     assert [c.name for c in parsed.model_config_list.config] == NAMES[:count]
+
+
+def test_control_characters_are_escaped_and_parse_back():
+    """Protobuf 4 writes them raw with as_utf8=True, protobuf 7 escapes them:
+    both parse back to the same name, as the escaped form does."""
+    name = "bell\x07\x7f\n"
+    written = model_server_config([(name, "/models/x", 2)])
+    assert '"bell\\007\\177\\n"' in written
+    parsed = text_format.Parse(written, model_server_config_pb2.ModelServerConfig())
+    assert parsed.model_config_list.config[0].name == name
 
 
 @pytest.mark.parametrize("batch", [1, 8, 64, 300])
