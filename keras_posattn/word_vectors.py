@@ -16,6 +16,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from keras_posattn.datasets.readers import DataFormatError
+from keras_posattn.datasets.readers import utf16_or_32
 
 __all__ = [
     "PACKAGED_VECTORS",
@@ -199,6 +200,7 @@ def _is_int(text: str) -> bool:
 def _load_text_vectors(path: Path, limit: int | None) -> WordVectors:
     words: list[str] = []
     rows: list[list[float]] = []
+    lines: list[int] = []
     dim: int | None = None
     declared: int | None = None
     header_line: int | None = None
@@ -206,6 +208,14 @@ def _load_text_vectors(path: Path, limit: int | None) -> WordVectors:
     with open(path, "rb") as handle:
         for raw in handle:  # binary iteration splits on b"\n" only
             number += 1
+            if number == 1:
+                encoding = utf16_or_32(raw)
+                if encoding:
+                    raise DataFormatError(
+                        path, 1, f"the file is {encoding} (it starts with that byte-order "
+                        "mark); convert it to UTF-8",
+                    )
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as err:
@@ -245,6 +255,7 @@ def _load_text_vectors(path: Path, limit: int | None) -> WordVectors:
                 raise DataFormatError(path, number, f"bad number: {err}") from None
             words.append(word)
             rows.append(values)
+            lines.append(number)
             if limit is not None and len(words) >= limit:
                 break
     if dim is None or not words:
@@ -254,7 +265,16 @@ def _load_text_vectors(path: Path, limit: int | None) -> WordVectors:
             path, header_line,
             f"word2vec header declares {declared} vectors but the file holds {len(words)}",
         )
-    vectors = np.asarray(rows, dtype=np.float32).reshape(len(words), dim)
+    with np.errstate(over="ignore"):
+        vectors = np.asarray(rows, dtype=np.float32).reshape(len(words), dim)
+    finite = np.isfinite(vectors)
+    if not finite.all():
+        row, column = np.argwhere(~finite)[0]
+        raise DataFormatError(
+            path, lines[row],
+            f"the vector of {words[row]!r} holds {rows[row][column]!r} (value {column + 1} of {dim}): "
+            "word vectors must be finite float32 numbers (|x| < 3.4e38)",
+        )
     return WordVectors(words=words, vectors=vectors, name=path.name)
 
 

@@ -169,9 +169,9 @@ def run_model_test(name, small_config, num_classes=3, check_export=True, seed=0,
     labels = np.arange(len(inputs)) % num_classes
     model.compile(optimizer=keras.optimizers.Adam(1e-2),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    before = model.evaluate(inputs, labels, verbose=0)
+    before = model.evaluate(inputs, labels, verbose=0, return_dict=True)["loss"]
     model.train_on_batch(inputs, labels)
-    after = model.evaluate(inputs, labels, verbose=0)
+    after = model.evaluate(inputs, labels, verbose=0, return_dict=True)["loss"]
     assert np.isfinite(after) and after < before, (before, after)
     logits = to_numpy(model(inputs, training=False))
 

@@ -46,6 +46,14 @@ def assert_error_at(excinfo, path: Path, line: int):
     assert excinfo.value.line == line
 
 
+def read_error(path: Path, line: int, **kwargs) -> str:
+    """The message of the DataFormatError that reading ``path`` raises at ``line``."""
+    with pytest.raises(DataFormatError) as excinfo:
+        read_labelled(path, **kwargs)
+    assert_error_at(excinfo, path, line)
+    return str(excinfo.value)
+
+
 # ----------------------------------------------------------------------- TSV
 
 
@@ -61,10 +69,7 @@ def test_tsv_good(tmp_path):
 
 def test_tsv_no_tab_names_file_and_line(tmp_path):
     p = write(tmp_path / "train.tsv", "0\tok\n\n1 no tab here\n")
-    with pytest.raises(DataFormatError) as excinfo:
-        read_labelled(p)
-    assert_error_at(excinfo, p, 3)
-    assert "no tab" in str(excinfo.value)
+    assert "no tab" in read_error(p, 3)
 
 
 def test_tsv_empty_label(tmp_path):
@@ -124,6 +129,59 @@ def test_strict_utf8_error_names_line_of_bad_byte(tmp_path):
 def test_utf8_bom_is_dropped(tmp_path):
     p = write(tmp_path / "b.tsv", "\ufeff0\tx\n")
     assert read_labelled(p).labels == ["0"]
+
+
+UNICODE_LINES = "0\tcaf\u00e9 \u2013 first\n1\tsecond \u4e2d\n" * 300
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be", "utf-32", "utf-32-be"])
+@pytest.mark.parametrize("encoding", ["auto", "utf-8"])
+def test_utf16_and_utf32_with_a_byte_order_mark_are_decoded(tmp_path, codec, encoding):
+    """A UTF-16/32 byte-order mark names the encoding (its bytes cannot start
+    UTF-8): such files read as their mark says, not as 600 'no tab' lines."""
+    data = UNICODE_LINES.encode(codec)
+    if not data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        data = ("\ufeff" + UNICODE_LINES).encode(codec)  # the -be codecs write no mark
+    p = write(tmp_path / "u.tsv", data)
+    read = read_labelled(p, encoding=encoding)
+    assert read.texts[:2] == ["caf\u00e9 \u2013 first", "second \u4e2d"]
+    assert len(read) == 600 and read.encoding in ("utf-16", "utf-32")
+
+
+def test_a_byte_order_mark_against_an_explicit_encoding_names_the_encoding(tmp_path):
+    p = write(tmp_path / "u.tsv", UNICODE_LINES.encode("utf-16"))
+    assert "the file is UTF-16 LE (it starts with that byte-order mark), not cp1252" in read_error(
+        p, 1, encoding="cp1252")
+
+
+def test_utf16_without_a_byte_order_mark_is_named(tmp_path):
+    p = write(tmp_path / "u.tsv", UNICODE_LINES.encode("utf-16-le"))
+    assert "looks like UTF-16 LE without a byte-order mark" in read_error(p, 1, encoding="auto")
+    assert read_labelled(p, encoding="utf-16-le").texts[0] == "caf\u00e9 \u2013 first"
+
+
+def test_tsv_header_row_is_named(tmp_path):
+    p = write(tmp_path / "train.tsv", "\nlabel\ttext\n0\tgood\n")
+    assert "looks like a header row, but TSV files have none" in read_error(p, 2)
+    # the same words further down are data
+    assert read_labelled(write(p, "0\tgood\nlabel\ttext\n")).labels == ["0", "label"]
+
+
+def test_lines_of_the_examples(tmp_path):
+    assert read_labelled(write(tmp_path / "a.tsv", "\n0\ta\n\n1\tb\n")).lines == [2, 4]
+    assert read_labelled(write(tmp_path / "a.csv", 'label,text\n0,"a\nb"\n1,c\n')).lines == [2, 4]
+    assert read_labelled(write(tmp_path / "a.jsonl", '{"label": 0, "text": "a"}\n\n'
+                                                      '{"label": 1, "text": "b"}\n')).lines == [1, 3]
+
+
+def test_unknown_label_names_file_and_line(tmp_path):
+    p = write(tmp_path / "test.tsv", "a\tx\n\nc\ty\n")
+    raw = read_labelled(p)
+    with pytest.raises(DataFormatError) as excinfo:
+        encode_labels(raw.labels, ["a", "b"], path=raw.path, lines=raw.lines, names_from="labels.txt")
+    assert_error_at(excinfo, p, 3)
+    assert "unknown label 'c'; the class names (ids 0..1, from labels.txt) are ['a', 'b']" in str(
+        excinfo.value)
 
 
 def test_read_texts_plain_lines(tmp_path):

@@ -9,7 +9,10 @@ import tensorflow as tf
 from layer_checks import run_layer_test
 from layer_checks import to_numpy
 
+from keras_posattn import zoo
 from keras_posattn.layers import TokenEmbedding
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
 
 V, D = 10, 4
 # Rows 2, 3, 5, 8 came from pretrained vectors; 4, 6, 7, 9 are OOV words.
@@ -49,7 +52,7 @@ def train_steps(layer, optimizer, steps=2, seed=0):
 
 
 @pytest.mark.parametrize(
-    "mode, trainable, non_trainable", [("all", 1, 0), ("oov", 1, 2), ("none", 0, 1)]
+    "mode, trainable, non_trainable", [("all", 1, 0), ("oov", 1, 1), ("none", 0, 1)]
 )
 def test_standard_layer_checks(mode, trainable, non_trainable):
     run_layer_test(
@@ -173,3 +176,83 @@ def test_mixed_precision(dtype_policy, mode):
     np.testing.assert_allclose(
         to_numpy(out).astype("float32"), matrix()[ids_batch()], atol=2e-2, rtol=1e-2
     )
+
+
+def test_one_table_unless_frozen_rows_hold_vectors(tmp_path):
+    """Without pretrained vectors an "oov" embedding keeps one table (and the
+    row gate); the frozen table appears when frozen rows hold vectors, and
+    the saved file keeps whichever the model has."""
+    model = zoo.build("mpsan")  # the preset's trainable_embeddings="oov"
+    layer = model.embedding
+    assert layer.trainable_rows == "oov"
+    assert [w.path for w in layer.weights] == ["token_embedding/embeddings",
+                                               "token_embedding/row_is_trainable"]
+    vocabulary, dim = layer.vocabulary_size, layer.output_dim
+    assert sum(int(np.prod(w.shape)) for w in model.non_trainable_weights) == vocabulary
+    path = os.path.join(tmp_path, "random.keras")
+    model.save(path)
+    assert len(keras.saving.load_model(path).embedding.weights) == 2
+
+    pretrained = np.zeros(vocabulary, bool)
+    pretrained[2:100] = True
+    m = np.random.default_rng(0).normal(size=(vocabulary, dim)).astype("float32")
+    m[:2] = 0
+    layer.set_pretrained(m, pretrained)
+    assert len(layer.weights) == 3
+    assert layer.weights[2].path == "token_embedding/frozen_rows/embeddings"
+    path = os.path.join(tmp_path, "pretrained.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path).embedding
+    assert len(loaded.weights) == 3
+    np.testing.assert_array_equal(to_numpy(loaded.table()), m)
+
+
+@pytest.mark.parametrize("kind", ["pretrained", "random"])
+def test_weights_of_the_two_table_layout_still_load(kind):
+    """Weights written when an "oov" embedding always held a second full
+    table (tests/data/token_embedding_v0.py wrote them with that code) load
+    with the same outputs; those whose frozen rows were all zero load into
+    one table."""
+    inputs = keras.Input((None,), dtype="int32")
+    model = keras.Model(inputs, TokenEmbedding(V, D, trainable_rows="oov",
+                                               name="token_embedding")(inputs))
+    model.load_weights(os.path.join(DATA, f"token_embedding_v0_{kind}.weights.h5"))
+    expected = np.load(os.path.join(DATA, f"token_embedding_v0_{kind}.npy"))
+    np.testing.assert_array_equal(model.predict(np.arange(V)[None], verbose=0), expected)
+    assert len(model.get_layer("token_embedding").weights) == (3 if kind == "pretrained" else 2)
+
+
+def test_loading_a_file_without_a_frozen_table_clears_the_models(tmp_path):
+    inputs = keras.Input(shape=(None,), dtype="int32")
+    plain = keras.Model(inputs, TokenEmbedding(V, D, trainable_rows="oov", name="emb")(inputs))
+    path = os.path.join(tmp_path, "plain.weights.h5")
+    plain.save_weights(path)
+    inputs = keras.Input(shape=(None,), dtype="int32")
+    layer = TokenEmbedding(V, D, trainable_rows="oov", name="emb")
+    other = keras.Model(inputs, layer(inputs))
+    layer.set_pretrained(matrix(), PRETRAINED)
+    other.load_weights(path)
+    np.testing.assert_array_equal(table(layer), table(plain.get_layer("emb")))
+
+
+@pytest.mark.parametrize("dtype_policy", ["mixed_bfloat16"], indirect=True)
+def test_float32_copy_after_mixed_precision_keeps_frozen_rows_and_optimizer(dtype_policy):
+    """The trainer's float32 copy (for classifier.keras and the export after
+    mixed-precision training) of a model with frozen pretrained rows: same
+    weights, same outputs, and the optimizer that trained it, not the
+    RMSprop of a bare ``compile()``."""
+    from keras_posattn.training.trainer import float32_copy
+
+    model = zoo.build("bilstm", num_classes=2, vocabulary_size=V, embedding_dim=D,
+                      units=3, trainable_embeddings="oov")
+    model.embedding.set_pretrained(matrix(), PRETRAINED)
+    model.compile(optimizer=keras.optimizers.Adam(2e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(ids_batch(), np.array([0, 1]), verbose=0)
+    copy = float32_copy(model)
+    assert copy.compute_dtype == "float32"
+    assert len(copy.embedding.weights) == 3
+    np.testing.assert_array_equal(to_numpy(copy.embedding.table()),
+                                  to_numpy(model.embedding.table()))
+    assert type(copy.optimizer) is keras.optimizers.Adam
+    assert to_numpy(copy.optimizer.learning_rate) == pytest.approx(2e-3)

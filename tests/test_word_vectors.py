@@ -65,6 +65,28 @@ def test_malformed_vector_line(glove_file, bad, fragment):
     assert f"{glove_file.name}:6:" in message and fragment in message
 
 
+@pytest.mark.parametrize("value, shown", [("nan", "nan"), ("-inf", "-inf"), ("1e39", "1e+39")])
+def test_a_vector_that_is_not_finite_names_its_line(glove_file, value, shown):
+    """NaN, infinity or a number beyond float32 (which overflows to infinity)
+    fails at load time, not as a GatherV2 traceback in training."""
+    glove_file.write_text(GLOVE + f"zebra 1 {value} 3\n", encoding="utf-8")
+    with pytest.raises(DataFormatError) as excinfo:
+        load_word_vectors(glove_file)
+    assert str(excinfo.value) == (
+        f"{glove_file}:5: the vector of 'zebra' holds {shown} (value 2 of 3): word vectors "
+        "must be finite float32 numbers (|x| < 3.4e38)")
+
+
+def test_byte_order_marks(tmp_path):
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + GLOVE.encode("utf-8"))
+    assert load_word_vectors(path).words[0] == "the"
+    path.write_text(GLOVE, encoding="utf-16")
+    with pytest.raises(DataFormatError, match=r"bom.txt:1: the file is UTF-16 LE \(it starts "
+                                              r"with that byte-order mark\); convert it to UTF-8"):
+        load_word_vectors(path)
+
+
 def test_missing_file_and_unknown_name(tmp_path):
     with pytest.raises(FileNotFoundError, match="glove-6b-50d"):
         load_word_vectors(tmp_path / "nope.txt")

@@ -65,6 +65,30 @@ def test_bare_build_uses_the_documented_defaults():
     assert model.output_shape == (None, 5)
 
 
+@pytest.mark.parametrize("family", ["mpsan", "bilstm", "han"])
+@pytest.mark.parametrize("num_classes", ["3", 2.0, 1, True, None])
+def test_num_classes_must_be_an_int_of_at_least_two(family, num_classes):
+    """num_classes="3" was accepted and stored as a string."""
+    config = dict(SMALL, num_classes=num_classes) if num_classes is not None else dict(SMALL)
+    if num_classes is None:  # a None override is dropped: the preset's 5
+        assert zoo.build(family, **config).num_classes == 5
+        return
+    with pytest.raises(ValueError, match=rf"num_classes must be an int >= 2, got {num_classes!r}\."):
+        zoo.build(family, **config)
+    assert zoo.build(family, **dict(SMALL, num_classes=np.int64(3))).output_shape == (None, 3)
+
+
+def test_labels_outside_num_classes_are_refused_by_fit():
+    model = zoo.build("mpsan", num_classes=3, max_length=6, **SMALL)
+    model.compile()
+    ids = np.full((4, 6), 2, "int32")
+    with pytest.raises(ValueError, match=r"labels must be class ids 0..2 \(num_classes=3\), "
+                                         r"found 0..5\."):
+        model.fit(ids, np.array([0, 1, 2, 5]), verbose=0)
+    with pytest.raises(ValueError, match="found -1..1"):
+        model.evaluate(ids, np.array([0, 1, -1, 1]), verbose=0)
+
+
 def test_unknown_override_names_the_argument():
     with pytest.raises(TypeError, match="branch_mask"):
         zoo.build("mpsan", branch_mask=["bw"], **SMALL)

@@ -70,12 +70,15 @@ class LabelledTexts:
         path: The file they were read from.
         encoding: The text encoding that was used to decode the file
             (useful with ``encoding="auto"``).
+        lines: The 1-based line of the file each example starts on (for
+            error messages; empty when not read from a file).
     """
 
     texts: list[str]
     labels: list[str]
     path: str
     encoding: str = field(default="utf-8", compare=False)
+    lines: list[int] = field(default_factory=list, compare=False)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -96,8 +99,67 @@ def _line_of_offset(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
+#: Byte-order marks, the longest first (UTF-32 LE's starts with UTF-16 LE's).
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32", "UTF-32 LE"),
+    (b"\x00\x00\xfe\xff", "utf-32", "UTF-32 BE"),
+    (b"\xff\xfe", "utf-16", "UTF-16 LE"),
+    (b"\xfe\xff", "utf-16", "UTF-16 BE"),
+)
+
+
+def utf16_or_32(data: bytes) -> str | None:
+    """The name of the UTF-16/UTF-32 encoding whose byte-order mark starts
+    ``data`` ("UTF-16 LE", ...), or None."""
+    for bom, _, name in _BOMS:
+        if data.startswith(bom):
+            return name
+    return None
+
+
+def _is_utf8(encoding: str) -> bool:
+    return encoding.replace("-", "").replace("_", "").lower() in ("utf8", "utf8sig")
+
+
+def _unicode_without_utf8(path: PathLike, data: bytes, encoding: str) -> tuple[str, str] | None:
+    """``(text, encoding)`` for a UTF-16/32 file with a byte-order mark, None
+    for other files; errors for what cannot be read as asked."""
+    for bom, codec, name in _BOMS:
+        if data.startswith(bom):
+            named = encoding.lower().replace("_", "").replace("-", "")
+            if encoding != "auto" and not _is_utf8(encoding) and not named.startswith(
+                    codec.replace("-", "")):
+                raise DataFormatError(
+                    path, 1,
+                    f"the file is {name} (it starts with that byte-order mark), not "
+                    f"{encoding}; re-save it as UTF-8 or read it with encoding='auto'",
+                )
+            try:
+                return data.decode(codec), codec
+            except UnicodeDecodeError as err:
+                raise DataFormatError(
+                    path, data[:err.start].decode(codec, "replace").count("\n") + 1,
+                    f"not valid {name} although it starts with that byte-order mark "
+                    f"({err.reason})",
+                ) from None
+    head = data[:4000]
+    if (encoding == "auto" or _is_utf8(encoding)) and len(head) >= 4:
+        odd, even = head[1::2].count(0), head[0::2].count(0)
+        for zeros, other, name in ((odd, even, "UTF-16 LE"), (even, odd, "UTF-16 BE")):
+            if zeros >= len(head) // 4 and other <= zeros // 10:
+                raise DataFormatError(
+                    path, 1,
+                    f"looks like {name} without a byte-order mark (every other byte "
+                    "is NUL); re-save it as UTF-8",
+                )
+    return None
+
+
 def _decode(path: PathLike, data: bytes, encoding: str) -> tuple[str, str]:
     """Decode file bytes, returning ``(text, encoding_used)``."""
+    decoded = _unicode_without_utf8(path, data, encoding)
+    if decoded is not None:
+        return decoded
     if encoding == "auto":
         try:
             return _strip_bom(data.decode("utf-8")), "utf-8"
@@ -124,7 +186,7 @@ def _decode(path: PathLike, data: bytes, encoding: str) -> tuple[str, str]:
         ) from None
     except LookupError:
         raise ValueError(f"unknown encoding {encoding!r}") from None
-    if encoding.replace("-", "").replace("_", "").lower() in ("utf8", "utf8sig"):
+    if _is_utf8(encoding):
         text = _strip_bom(text)
     return text, encoding
 
@@ -224,12 +286,12 @@ def read_labelled(
     fmt = _resolve_format(path, format)
     text, used = _read_text(path, encoding)
     if fmt == "tsv":
-        texts, labels = _parse_tsv(path, text)
+        texts, labels, lines = _parse_tsv(path, text)
     elif fmt == "jsonl":
-        texts, labels = _parse_jsonl(path, text, text_column, label_column)
+        texts, labels, lines = _parse_jsonl(path, text, text_column, label_column)
     else:
-        texts, labels = _parse_csv(path, text, text_column, label_column, header)
-    return LabelledTexts(texts=texts, labels=labels, path=str(path), encoding=used)
+        texts, labels, lines = _parse_csv(path, text, text_column, label_column, header)
+    return LabelledTexts(texts=texts, labels=labels, path=str(path), encoding=used, lines=lines)
 
 
 def _resolve_format(path: PathLike, format: str | None) -> str:
@@ -251,9 +313,15 @@ def _resolve_format(path: PathLike, format: str | None) -> str:
     return _SUFFIX_TO_FORMAT[suffix]
 
 
-def _parse_tsv(path: PathLike, text: str) -> tuple[list[str], list[str]]:
+#: Column names that make a TSV file's first line a header row.
+_HEADER_LABELS = {"label", "labels", "class", "category", "target", "y"}
+_HEADER_TEXTS = {"text", "texts", "sentence", "review", "document", "content", "x"}
+
+
+def _parse_tsv(path: PathLike, text: str) -> tuple[list[str], list[str], list[int]]:
     texts: list[str] = []
     labels: list[str] = []
+    lines: list[int] = []
     for number, line in _iter_lines(text):
         if _is_blank(line):
             continue
@@ -265,9 +333,16 @@ def _parse_tsv(path: PathLike, text: str) -> tuple[list[str], list[str]]:
         label = label.strip()
         if not label:
             raise DataFormatError(path, number, "empty label before the tab")
+        if not lines and label.lower() in _HEADER_LABELS and body.strip().lower() in _HEADER_TEXTS:
+            raise DataFormatError(
+                path, number,
+                f"{line!r} looks like a header row, but TSV files have none: delete "
+                "the line, or use a .csv file with named columns",
+            )
         labels.append(label)
         texts.append(body)
-    return texts, labels
+        lines.append(number)
+    return texts, labels, lines
 
 
 def _as_list(column) -> list:
@@ -298,10 +373,11 @@ def _label_to_str(path, number, value, key) -> str:
     )
 
 
-def _parse_jsonl(path, text, text_column, label_column) -> tuple[list[str], list[str]]:
+def _parse_jsonl(path, text, text_column, label_column) -> tuple[list[str], list[str], list[int]]:
     text_keys = _as_list(text_column)
     texts: list[str] = []
     labels: list[str] = []
+    lines: list[int] = []
     loads = json.loads
     for number, line in _iter_lines(text):
         if _is_blank(line):
@@ -332,7 +408,8 @@ def _parse_jsonl(path, text, text_column, label_column) -> tuple[list[str], list
             parts.append(value)
         labels.append(_label_to_str(path, number, obj[label_column], label_column))
         texts.append(parts[0] if len(parts) == 1 else " ".join(parts))
-    return texts, labels
+        lines.append(number)
+    return texts, labels, lines
 
 
 def _csv_rows(path, text) -> Iterator[tuple[int, list[str]]]:
@@ -384,7 +461,7 @@ def _resolve_columns(path, columns, names, header_line, what) -> list[int]:
     return indices
 
 
-def _parse_csv(path, text, text_column, label_column, header) -> tuple[list[str], list[str]]:
+def _parse_csv(path, text, text_column, label_column, header) -> tuple[list[str], list[str], list[int]]:
     old_limit = csv.field_size_limit()
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     try:
@@ -408,6 +485,7 @@ def _parse_csv(path, text, text_column, label_column, header) -> tuple[list[str]
         needed = max(text_idx + [label_idx]) + 1
         texts: list[str] = []
         labels: list[str] = []
+        lines: list[int] = []
         for number, row in rows:
             if width is None:
                 width = len(row)
@@ -425,7 +503,8 @@ def _parse_csv(path, text, text_column, label_column, header) -> tuple[list[str]
                 raise DataFormatError(path, number, "empty label")
             labels.append(label)
             texts.append(" ".join(row[i] for i in text_idx))
-        return texts, labels
+            lines.append(number)
+        return texts, labels, lines
     finally:
         csv.field_size_limit(old_limit)
 
@@ -521,7 +600,12 @@ def _as_int(label: str) -> int | None:
 
 
 def encode_labels(
-    labels: Sequence[str], names: Sequence[str] | None = None
+    labels: Sequence[str],
+    names: Sequence[str] | None = None,
+    *,
+    path: PathLike | None = None,
+    lines: Sequence[int] | None = None,
+    names_from: str | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Turn raw label strings into integer class ids and a list of class names.
 
@@ -539,12 +623,18 @@ def encode_labels(
     Args:
         labels: Raw label strings (ints are accepted too).
         names: Optional known class names in id order.
+        path, lines: The file the labels were read from and the 1-based line
+            of each (``LabelledTexts.path`` and ``.lines``): an unknown label
+            is then a :class:`DataFormatError` at ``path:line``.
+        names_from: Where ``names`` came from (e.g. the ``labels.txt``
+            path), for the error message.
 
     Returns:
         ``(ids, names)`` where ``ids`` is an int32 array with one id per label.
 
     Raises:
-        ValueError: A label matches no known class; the message lists the names.
+        ValueError: A label matches no known class; the message lists the names
+            (a ``DataFormatError`` naming the file and line with ``path``).
     """
     raw = [str(label).strip() for label in labels]
     if names is not None:
@@ -567,9 +657,15 @@ def encode_labels(
                     found = index[label]
                 else:
                     shown = names if len(names) <= 50 else names[:50] + ["..."]
+                    known = f"ids 0..{len(names) - 1}" + (f", from {names_from}" if names_from else "")
+                    if path is not None:
+                        raise DataFormatError(
+                            path, lines[pos] if lines else None,
+                            f"unknown label {label!r}; the class names ({known}) are {shown}",
+                        )
                     raise ValueError(
                         f"unknown label {label!r} (example {pos}); known class names "
-                        f"(ids 0..{len(names) - 1}): {shown}"
+                        f"({known}): {shown}"
                     )
                 cache[label] = found
             ids[pos] = found

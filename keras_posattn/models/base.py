@@ -41,6 +41,7 @@ from keras import ops
 from keras_posattn.layers import ClassificationHead
 from keras_posattn.layers import TokenEmbedding
 from keras_posattn.layers.token_embedding import TRAINABLE_ROWS
+from keras_posattn.models.logits_classifier import LogitsClassifier
 from keras_posattn.preprocessing import TextPreprocessor
 
 DEFAULT_VOCABULARY_SIZE = 20000
@@ -59,7 +60,7 @@ CONTRACT_ARGUMENTS = (
 )
 
 
-class ZooModel(keras.Model):
+class ZooModel(LogitsClassifier):
     """Base class of the zoo's models (see the module docstring).
 
     Subclasses build their layers, call ``super().__init__(inputs=...,
@@ -77,8 +78,8 @@ class ZooModel(keras.Model):
         """Clear errors for bad contract arguments (before any layer is made)."""
         if int(vocabulary_size) < 3:
             raise ValueError(f"vocabulary_size must be >= 3 (PAD, UNK, a word), got {vocabulary_size}.")
-        if int(num_classes) < 2:
-            raise ValueError(f"num_classes must be >= 2, got {num_classes}.")
+        if isinstance(num_classes, bool) or not hasattr(num_classes, "__index__") or num_classes < 2:
+            raise ValueError(f"num_classes must be an int >= 2, got {num_classes!r}.")
         if max_length is not None and int(max_length) < 1:
             raise ValueError(f"max_length must be >= 1 or None, got {max_length}.")
         if not 0.0 <= float(dropout) < 1.0:

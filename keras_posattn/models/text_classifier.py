@@ -2,9 +2,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_posattn.models.logits_classifier import LogitsClassifier
+
 
 @keras.saving.register_keras_serializable(package="keras_posattn")
-class TextClassifier(keras.Model):
+class TextClassifier(LogitsClassifier):
     """Raw strings in, class logits out: a preprocessor and a zoo model.
 
     What ``keras-posattn train`` saves as ``classifier.keras`` and what the
@@ -45,6 +47,45 @@ class TextClassifier(keras.Model):
         self.preprocessor = preprocessor
         self.model = model
         self.label_names = label_names
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        """``keras.Model.fit``; ``x`` may also be a list or NumPy array of
+        strings and ``y`` a list of class ids or of label names (as do
+        ``validation_data=(texts, labels)``, ``evaluate`` and ``predict``)."""
+        if isinstance(kwargs.get("validation_data"), tuple):
+            texts, labels, *rest = kwargs["validation_data"]
+            kwargs["validation_data"] = (self._texts(texts), self._class_ids(labels), *rest)
+        return super().fit(self._texts(x), self._class_ids(y), *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        return super().evaluate(self._texts(x), self._class_ids(y), *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        """Logits, (len(x), num_classes); ``x`` may be a list of strings."""
+        return super().predict(self._texts(x), *args, **kwargs)
+
+    @staticmethod
+    def _texts(x):
+        """Strings as Keras' array adapter takes them (an object array)."""
+        if isinstance(x, (list, tuple)) and x and all(isinstance(t, (str, bytes)) for t in x):
+            return np.array(x, dtype=object)
+        if isinstance(x, np.ndarray) and x.dtype.kind in "US":
+            return x.astype(object)
+        return x
+
+    def _class_ids(self, y):
+        """Label names as int32 class ids (class ids as they are)."""
+        if not isinstance(y, (list, tuple, np.ndarray)):
+            return y
+        y = np.asarray(y)
+        if y.dtype.kind in "USO":
+            index = {name: i for i, name in enumerate(self.label_names)}
+            unknown = sorted({str(v) for v in y.ravel() if str(v) not in index})
+            if unknown:
+                raise ValueError(f"labels {unknown[:5]} are not among the classifier's "
+                                 f"label_names {self.label_names}.")
+            return np.array([index[str(v)] for v in y.ravel()], "int32").reshape(y.shape)
+        return y
 
     def predict_probabilities(self, texts):
         """Softmax probabilities (NumPy, (len(texts), num_classes))."""

@@ -10,6 +10,7 @@
   the vocabulary as metadata (``--projector``).
 """
 
+import warnings
 from pathlib import Path
 
 import keras
@@ -31,8 +32,6 @@ class ModelGraph(keras.callbacks.Callback):
         self.sample_inputs = sample_inputs
 
     def on_train_begin(self, logs=None):
-        from keras.src.callbacks.tensorboard import keras_model_summary
-
         model = self.model
         sample = tf.convert_to_tensor(self.sample_inputs)
         spec = tf.TensorSpec([None] * len(sample.shape), sample.dtype, name="inputs")
@@ -40,9 +39,30 @@ class ModelGraph(keras.callbacks.Callback):
         writer = tf.summary.create_file_writer(str(Path(self.log_dir) / "train"))
         with writer.as_default():
             tf.summary.graph(graph)
-            keras_model_summary("keras", model, step=0)
+            write_keras_model("keras", model, step=0)
         writer.flush()
         writer.close()
+
+
+#: The TensorBoard plugin that draws a Keras model's conceptual graph from its
+#: JSON config (what Keras' own ``TensorBoard(write_graph=True)`` writes).
+KERAS_GRAPH_PLUGIN = "graph_keras_model"
+
+
+def write_keras_model(name, model, step):
+    """Write ``model.to_json()`` as a summary the GRAPHS tab draws as the
+    model's conceptual graph (under the tag ``name``), with public TensorFlow
+    APIs only. Returns False, writing nothing, if the model has no JSON config
+    (an error in a model's config must not stop training)."""
+    try:
+        config = model.to_json()
+    except Exception as error:  # noqa: BLE001 - any serialisation failure
+        warnings.warn(f"No conceptual graph for {model.name}: its config is not JSON ({error}).")
+        return False
+    metadata = tf.compat.v1.SummaryMetadata()
+    metadata.plugin_data.plugin_name = KERAS_GRAPH_PLUGIN
+    metadata.plugin_data.content = b"1"  # the plugin's data version
+    return tf.summary.write(tag=name, tensor=config, step=step, metadata=metadata)
 
 
 def write_projector(log_dir, model, vocabulary):

@@ -475,9 +475,9 @@ def float32_copy(model):
         copy = type(model).from_config(model.get_config())
     finally:
         keras.mixed_precision.set_global_policy(previous)
+    copy.embedding.match_variables(model.embedding)  # the frozen table, if any
     copy.set_weights(model.get_weights())
-    copy.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                 metrics=["accuracy"])
+    copy.compile_from_config(model.get_compile_config())  # the optimizer that trained
     return copy
 
 
