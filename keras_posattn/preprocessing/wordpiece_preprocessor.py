@@ -74,7 +74,11 @@ def learn_vocabulary(counts, max_tokens=DEFAULT_MAX_TOKENS, min_count=1):
     under the size, the least frequent longer pieces are cut. The words are
     given to the learner sorted (frequency, then alphabetical), and the
     learner orders its output the same way, so the same texts always give
-    the same vocabulary.
+    the same vocabulary. Words containing ``##`` (possible with the
+    standardisations that keep symbols) are left out: ``##`` marks a piece
+    that continues a word. The learner is pure Python: it took 6 s of CPU on
+    TREC's 4,907 training questions, 20 s on MR's 8,635 sentences and 131 s
+    on IMDB's 22,500 reviews (71,597 distinct words) here.
 
     Args:
         counts: word frequencies (a ``Counter``, e.g. from
