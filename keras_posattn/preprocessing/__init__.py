@@ -18,6 +18,8 @@ from keras_posattn.preprocessing.tokenizer import (
     standardize_strings,
     tokenize,
 )
+from keras_posattn.preprocessing.wordpiece_preprocessor import WordPiecePreprocessor
+from keras_posattn.preprocessing.wordpiece_preprocessor import require_tensorflow_text
 
 __all__ = [
     "DEFAULT_STANDARDIZE",
@@ -26,8 +28,10 @@ __all__ = [
     "PAD_TOKEN",
     "STANDARDIZE_OPTIONS",
     "TextPreprocessor",
+    "WordPiecePreprocessor",
     "build_vocabulary",
     "count_tokens",
+    "require_tensorflow_text",
     "split_sentences",
     "standardize_strings",
     "tokenize",

@@ -68,6 +68,8 @@ class TextPreprocessor(keras.layers.Layer):
     input_rank = 1
     #: Name of the model input this preprocessor feeds.
     input_name = "token_ids"
+    #: Whether its graph holds tensorflow-text ops (core TensorFlow only here).
+    needs_tensorflow_text = False
 
     def __init__(
         self,
