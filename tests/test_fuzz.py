@@ -70,18 +70,6 @@ HOSTILE = {
 }
 # A document of many sentences ending in one very long sentence: one text.
 MANY_SENTENCES_THEN_A_LONG_ONE = b"Good. " * 100_000 + b"great " * 100_000
-# Not run: it would take the machine's memory (see the reason).
-DOCUMENT_DENSIFIES = pytest.mark.xfail(
-    run=False,
-    reason="DocumentPreprocessor._ragged drops empty sentences with tf.ragged.boolean_mask("
-           "ids, ids.row_lengths(axis=2) > 0), which allocates (sentences in the batch) x "
-           "(longest sentence) int64s: a batch with 100k sentences and a 100k-word sentence "
-           "asks for 80 GB (ResourceExhaustedError, or the OOM killer: one 50k + 50k-token "
-           "text took 20 GB before it was killed). Fix: keep = ids.row_lengths() > 0 on the "
-           "flat sentences, tf.gather(ids, tf.where(keep)[:, 0]), rows from "
-           "tf.math.unsorted_segment_sum(keep, sentences.value_rowids(), sentences.nrows()); "
-           "then drop this mark.")
-
 
 # Exported: models of the same families without an attention signature
 # (each one more signature to trace), masked pooling over fully padded rows.
@@ -183,7 +171,7 @@ def test_each_hostile_text(classifiers, kind, policy):
 
 
 @pytest.mark.parametrize("kind", [
-    "text", pytest.param("document", marks=DOCUMENT_DENSIFIES), WORDPIECE])
+    "text", "document", WORDPIECE])
 def test_every_hostile_text_in_one_batch(classifiers, exports, kind):
     texts = list(HOSTILE.values()) + [MANY_SENTENCES_THEN_A_LONG_ONE]
     check(keras_probabilities(classifiers(kind, "float32"), texts), len(texts), (kind, "keras"))
