@@ -11,6 +11,7 @@ Spec names (case-insensitive), parsed by :func:`parse_spec`::
     domain-cbow                         CBOW, 100d
     domain-300d                         skip-gram, 300d
     domain-skipgram-100d                (also ``domain-sg-100d``)
+    domain-skipgram-100d-20ep           20 epochs instead of the automatic number
     domain-cbow-300d+glove-6b-50d       CBOW 300d, GloVe 50d concatenated: 350d
     domain-skipgram-100d+vectors.txt    ... or any GloVe / word2vec text file
 
@@ -24,12 +25,26 @@ here imports TensorFlow. gensim is imported only when vectors are trained or
 a subword vector is computed (``pip install 'keras-posattn[domain]'``).
 
 Defaults (:class:`DomainSpec`) are fastText's unsupervised ones (window 5,
-5 negative samples, sub-sampling 1e-4, learning rate 0.05 for skip-gram and
-CBOW alike, char n-grams 3-6, 2,000,000 n-gram buckets, 5 epochs) except
-``min_count=2``: the task's texts are small corpora, fastText's 5 would drop
-most of a small set's words, and a word seen once learns little from its one
-context, so such words (they are in the classifier's vocabulary) get their
-vector from their character n-grams instead, like an unseen word.
+5 negative samples, learning rate 0.05 for skip-gram and CBOW alike, char
+n-grams 3-6, 2,000,000 n-gram buckets) except where the task's texts, small
+corpora, need otherwise:
+
+* ``min_count=2`` (fastText: 5, which would drop most of a small set's
+  words): a word seen once learns little from its one context, so such words
+  (they are in the classifier's vocabulary) get their vector from their
+  character n-grams, like an unseen word;
+* sub-sampling ``1e-3`` (word2vec's and gensim's; fastText: 1e-4, which
+  keeps about ``sqrt(1e-4 / f)`` of a word of frequency ``f``: on a small
+  corpus most words are "frequent", and on a generated 13,000-token corpus
+  it left words that share contexts no closer than words that don't);
+* epochs chosen from the corpus size when the spec names none (fastText:
+  5): ``ceil(2,000,000 / tokens)`` within 5-20, so 5 for IMDB's 25,000
+  reviews (6M tokens) and 17-20 for SST-2 and TREC, where 5 epochs left the
+  vectors far behind (dev-split probe, ``benchmarks/domain_vectors_dev.py``);
+* skip-gram and 100d when not named: skip-gram beat CBOW on TREC's dev
+  split (70.6% against 65.5% at 20 epochs, the probe), and 300d was not
+  clearly better than 100d (TREC 69.2% against 70.6%, SST-2 77.6% against
+  75.5%, dev splits of 545 and 872 texts) at three times the memory.
 """
 
 from __future__ import annotations
@@ -40,7 +55,7 @@ import os
 import re
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence, Union
 
@@ -65,16 +80,21 @@ INSTALL_HINT = "pip install 'gensim>=4.3,<5' (or: pip install 'keras-posattn[dom
 METHODS = {"skipgram": "skipgram", "sg": "skipgram", "skip-gram": "skipgram", "cbow": "cbow"}
 DIM_RANGE = (25, 600)
 SPEC_FORM = (
-    "domain[-skipgram|-cbow][-<dim>d][+glove-6b-50d|+<vector file>], e.g. 'domain', "
-    "'domain-cbow-300d' or 'domain-skipgram-100d+glove-6b-50d'"
+    "domain[-skipgram|-cbow][-<dim>d][-<epochs>ep][+glove-6b-50d|+<vector file>], e.g. "
+    "'domain', 'domain-cbow-300d' or 'domain-skipgram-100d+glove-6b-50d'"
 )
+# Epochs when the spec names none: enough passes for about AUTO_EPOCH_TOKENS
+# tokens seen in all, within EPOCH_RANGE (IMDB's 6M tokens: 5; SST-2's 122k:
+# 17; TREC's 44k: 20). Chosen on dev splits, see benchmarks/domain_vectors_dev.py.
+AUTO_EPOCH_TOKENS = 2_000_000
+EPOCH_RANGE = (5, 20)
 CACHE_FORMAT = 1  # bump when the cache file's layout or meaning changes
 # gensim's Cython loops stop a "sentence" at 10,000 words: longer texts are
 # fed in pieces of this size so that no word is dropped.
 _MAX_PIECE = 10_000
 _SPEC_RE = re.compile(
     r"^domain(?:-(?P<method>skip-gram|skipgram|sg|cbow))?(?:-(?P<dim>[0-9]+)d)?"
-    r"(?:\+(?P<combine>.+))?$",
+    r"(?:-(?P<epochs>[0-9]+)ep)?(?:\+(?P<combine>.+))?$",
     re.IGNORECASE,
 )
 
@@ -95,7 +115,8 @@ class DomainSpec:
         dim: Vector dimension (25-600).
         combine: Vectors to concatenate after the domain vectors
             (``"glove-6b-50d"`` or a GloVe / word2vec text file), or None.
-        epochs: Passes over the texts.
+        epochs: Passes over the texts; None: chosen from the corpus size
+            (:meth:`resolved`), 5 for IMDB's 25,000 reviews, 20 for TREC.
         window: Context words on each side (gensim shrinks it at random per
             word, as fastText does).
         negative: Negative samples per positive one.
@@ -112,7 +133,7 @@ class DomainSpec:
     method: str = "skipgram"
     dim: int = 100
     combine: str | None = None
-    epochs: int = 5
+    epochs: int | None = None
     window: int = 5
     negative: int = 5
     sample: float = 1e-3
@@ -134,17 +155,34 @@ class DomainSpec:
             )
         for name in ("epochs", "window", "negative", "min_count", "min_n", "bucket"):
             value = getattr(self, name)
+            if name == "epochs" and value is None:
+                continue
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if not isinstance(self.max_n, int) or self.max_n < self.min_n:
-            raise ValueError(f"max_n must be an integer >= min_n ({self.min_n}), got {self.max_n!r}")
+            raise ValueError(
+                f"max_n must be an integer >= min_n ({self.min_n}), got {self.max_n!r}"
+            )
         if not 0 < self.alpha <= 1 or not 0 <= self.sample < 1:
-            raise ValueError(f"need 0 < alpha <= 1 and 0 <= sample < 1, got {self.alpha}, {self.sample}")
+            raise ValueError(
+                f"need 0 < alpha <= 1 and 0 <= sample < 1, got {self.alpha}, {self.sample}"
+            )
 
     @property
     def domain_name(self) -> str:
-        """The name of the domain part, e.g. ``"domain-skipgram-100d"``."""
-        return f"domain-{self.method}-{self.dim}d"
+        """The name of the domain part, e.g. ``"domain-skipgram-100d"`` (with
+        ``-20ep`` where the spec names the epochs)."""
+        epochs = f"-{self.epochs}ep" if self.epochs is not None else ""
+        return f"domain-{self.method}-{self.dim}d{epochs}"
+
+    def resolved(self, tokens: int) -> "DomainSpec":
+        """This spec with its epochs set: as named, or chosen for ``tokens``
+        tokens of text: ``ceil(AUTO_EPOCH_TOKENS / tokens)`` within ``EPOCH_RANGE``."""
+        if self.epochs is not None:
+            return self
+        low, high = EPOCH_RANGE
+        epochs = min(high, max(low, -(-AUTO_EPOCH_TOKENS // max(1, tokens))))
+        return replace(self, epochs=epochs)
 
     @property
     def name(self) -> str:
@@ -158,7 +196,10 @@ class DomainSpec:
         return params
 
     def gensim_kwargs(self) -> dict:
-        """The keyword arguments of ``gensim.models.FastText`` for this spec."""
+        """The keyword arguments of ``gensim.models.FastText`` for this spec
+        (its epochs resolved: :meth:`resolved`)."""
+        if self.epochs is None:
+            raise ValueError("resolve the epochs first: spec.resolved(number_of_tokens)")
         return dict(
             vector_size=self.dim, sg=1 if self.method == "skipgram" else 0, hs=0,
             window=self.window, negative=self.negative, sample=self.sample,
@@ -200,6 +241,11 @@ def parse_spec(spec) -> DomainSpec | None:
         raise ValueError(f"unknown domain vectors spec {spec!r}: expected {SPEC_FORM}")
     method = METHODS[(match["method"] or "skipgram").lower()]
     dim = int(match["dim"]) if match["dim"] else DomainSpec.dim
+    epochs = int(match["epochs"]) if match["epochs"] else None
+    if epochs == 0:
+        raise ValueError(
+            f"domain vectors spec {spec!r}: 0 epochs; the accepted form is {SPEC_FORM}"
+        )
     combine = match["combine"].strip() if match["combine"] else None
     if combine is not None and (not combine or combine.lower().startswith("domain")):
         raise ValueError(
@@ -214,7 +260,7 @@ def parse_spec(spec) -> DomainSpec | None:
             f"domain vectors spec {spec!r}: dimension {dim} out of range, expected "
             f"{low}-{high} (e.g. domain-skipgram-100d)"
         )
-    return DomainSpec(method=method, dim=dim, combine=combine)
+    return DomainSpec(method=method, dim=dim, epochs=epochs, combine=combine)
 
 
 # --------------------------------------------------------------------------
@@ -478,7 +524,9 @@ def train_domain_vectors(
     version, _, _ = _gensim()
     train_sha, n_train, n_tokens = content_hash(train)
     unlabeled_sha, n_unlabeled, n_unlabeled_tokens = content_hash(unlabeled)
-    params = parsed.training_params()
+    # the epochs are resolved before the key: "auto" and the same number named share it
+    trained_spec = parsed.resolved(n_tokens + n_unlabeled_tokens)
+    params = trained_spec.training_params()
     key_source = {"format": CACHE_FORMAT, "gensim": version, "params": params, "seed": seed,
                   "workers": workers, "train": train_sha, "unlabeled": unlabeled_sha}
     key = hashlib.sha256(json.dumps(key_source, sort_keys=True).encode()).hexdigest()
@@ -491,16 +539,18 @@ def train_domain_vectors(
         "content_sha256": {"train": train_sha, "unlabeled": unlabeled_sha},
         "cache_key": key,
     }
+    # GloVe first: a missing package or file should not wait for the training.
+    glove = load_word_vectors(parsed.combine) if parsed.combine else None
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    path = folder / f"{parsed.domain_name}-{key[:16]}.npz"
-    vectors = _load_cache(path, key, say) if cache else None
+    path = folder / f"domain-{parsed.method}-{parsed.dim}d-{key[:16]}.npz"
+    vectors = _load_cache(path, key, parsed.domain_name, say) if cache else None
     if vectors is None:
-        vectors = _train(train, unlabeled, parsed, seed, workers, info, say)
+        vectors = _train(train, unlabeled, trained_spec, seed, workers, info, say)
         vectors.info["cache_file"] = None
         if cache:
             _save_cache(path, vectors, say)
-    if parsed.combine:
-        vectors = combine_with(vectors, load_word_vectors(parsed.combine))
+    if glove is not None:
+        vectors = combine_with(vectors, glove)
         say(f"Domain vectors: concatenated {vectors._glove.name} ({vectors._glove.dim}d) for "
             f"{vectors.info['combined_coverage']:.1%} of the words (zeros elsewhere): "
             f"{vectors.dim}d.")
@@ -534,8 +584,9 @@ def _train(train, unlabeled, spec, seed, workers, info, say) -> DomainVectors:
     if not len(wv.index_to_key):
         raise ValueError(f"domain vectors: no word occurs min_count={spec.min_count} times "
                          "in the texts")
-    say(f"Domain vectors: training {spec.domain_name} on {info['texts']:,} texts + "
-        f"{info['unlabeled_texts']:,} unlabeled ({info['tokens']:,} tokens, "
+    say(f"Domain vectors: training {info['spec']} ({spec.epochs} epochs) on "
+        f"{info['texts']:,} texts + {info['unlabeled_texts']:,} unlabeled "
+        f"({info['tokens']:,} tokens, "
         f"{len(wv.index_to_key):,} words seen {spec.min_count}+ times; gensim "
         f"{info['library_version']}, {workers} worker{'s' if workers > 1 else ''}, "
         f"seed {seed}) ...")
@@ -586,7 +637,7 @@ def _save_cache(path: Path, vectors: DomainVectors, say) -> None:
     say(f"Domain vectors: saved to the cache {path} ({size:,.0f} MiB).")
 
 
-def _load_cache(path: Path, key: str, say) -> DomainVectors | None:
+def _load_cache(path: Path, key: str, spec_name: str, say) -> DomainVectors | None:
     if not path.is_file():
         return None
     try:
@@ -610,7 +661,9 @@ def _load_cache(path: Path, key: str, say) -> DomainVectors | None:
         except OSError:
             pass
         return None
-    info.update(from_cache=True, cache_file=str(path))
+    # the spec as asked for now ("domain-skipgram-100d-5ep" and an automatic
+    # 5 epochs share the file)
+    info.update(spec=spec_name, from_cache=True, cache_file=str(path))
     subwords = {"min_n": params["min_n"], "max_n": params["max_n"], "bucket": params["bucket"],
                 "buckets": buckets, "ngram_vectors": ngram_vectors}
     vectors = _finish(words, matrix, info, subwords)
@@ -683,7 +736,9 @@ def _jsonl_text(path, number, line) -> str:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as err:
-        raise DataFormatError(path, number, f"invalid JSON: {err.msg} (column {err.colno})") from None
+        raise DataFormatError(
+            path, number, f"invalid JSON: {err.msg} (column {err.colno})"
+        ) from None
     if not isinstance(obj, dict):
         raise DataFormatError(path, number, f"expected a JSON object, found {type(obj).__name__}")
     if "text" not in obj:

@@ -82,8 +82,15 @@ def trained(corpus, tmp_path_factory):
 ])
 def test_parse_spec_accepts(text, method, dim, combine):
     spec = parse_spec(text)
-    assert (spec.method, spec.dim, spec.combine) == (method, dim, combine)
+    assert (spec.method, spec.dim, spec.combine, spec.epochs) == (method, dim, combine, None)
     assert parse_spec(spec.name) == spec
+
+
+def test_parse_spec_epochs():
+    spec = parse_spec("domain-cbow-100d-20ep+glove-6b-50d")
+    assert (spec.method, spec.dim, spec.epochs, spec.combine) == ("cbow", 100, 20, "glove-6b-50d")
+    assert spec.name == "domain-cbow-100d-20ep+glove-6b-50d"
+    assert parse_spec("domain-7ep").name == "domain-skipgram-100d-7ep"
 
 
 def test_parse_spec_canonical_name():
@@ -110,6 +117,8 @@ def test_parse_spec_leaves_an_existing_file_called_domain(tmp_path, monkeypatch)
     ("domain-1000d", "dimension 1000 out of range"),
     ("domain-100d+domain-cbow", "after '+' expected GloVe vectors"),
     ("domain+", "expected domain[-skipgram|-cbow]"),
+    ("domain-100d-0ep", "0 epochs"),
+    ("domain-100d-ep", "expected domain[-skipgram|-cbow]"),
 ])
 def test_parse_spec_errors_are_one_line(text, fragment):
     with pytest.raises(ValueError) as err:
@@ -131,10 +140,20 @@ def test_domain_spec_validates():
 
 
 def test_gensim_kwargs():
-    kwargs = parse_spec("domain-cbow-300d").gensim_kwargs()
-    assert kwargs["sg"] == 0 and kwargs["vector_size"] == 300
+    kwargs = parse_spec("domain-cbow-300d").resolved(10**6).gensim_kwargs()
+    assert kwargs["sg"] == 0 and kwargs["vector_size"] == 300 and kwargs["epochs"] == 5
     assert (kwargs["min_n"], kwargs["max_n"]) == (3, 6)
-    assert parse_spec("domain").gensim_kwargs()["sg"] == 1
+    assert parse_spec("domain-3ep").gensim_kwargs()["sg"] == 1
+    with pytest.raises(ValueError, match="resolve the epochs first"):
+        parse_spec("domain").gensim_kwargs()
+
+
+@pytest.mark.parametrize("tokens, epochs", [
+    (6_000_000, 5), (400_000, 5), (250_000, 8), (122_000, 17), (44_000, 20), (10, 20),
+])
+def test_automatic_epochs(tokens, epochs):
+    assert parse_spec("domain").resolved(tokens).epochs == epochs
+    assert parse_spec("domain-9ep").resolved(tokens).epochs == 9
 
 
 # --- training -----------------------------------------------------------------
@@ -147,7 +166,7 @@ def test_every_training_word_has_a_float32_row(corpus, trained):
     assert set(trained.words) == {w for t in texts for w in t}
     assert len(set(trained.words)) == len(trained.words)
     assert np.isfinite(trained.vectors).all()
-    assert trained.name.startswith("domain-skipgram-25d (gensim ")
+    assert trained.name.startswith("domain-skipgram-25d-3ep (gensim ")
     assert f"{len(texts):,} texts + 0 unlabeled" in trained.name
 
 
@@ -169,7 +188,8 @@ def test_cbow_trains_too(corpus):
     vectors = train_domain_vectors(texts, DomainSpec(method="cbow", dim=25, epochs=3,
                                                      bucket=20_000), cache=False, progress=None)
     a, b, c = (vectors.vector(w) for w in (groups[0][0], groups[0][1], groups[1][0]))
-    assert a @ b / np.linalg.norm(a) / np.linalg.norm(b) > a @ c / np.linalg.norm(a) / np.linalg.norm(c)
+    a = a / np.linalg.norm(a)
+    assert a @ b / np.linalg.norm(b) > a @ c / np.linalg.norm(c)
     assert vectors.info["method"] == "cbow"
 
 
@@ -210,7 +230,7 @@ def test_progress_lines(corpus):
     texts, _ = corpus
     lines = []
     train_domain_vectors(texts[:200], SMALL, cache=False, progress=lines.append)
-    assert lines[0].startswith("Domain vectors: training domain-skipgram-25d on 200 texts")
+    assert lines[0].startswith("Domain vectors: training domain-skipgram-25d-3ep (3 epochs) on 200 texts")
     epochs = [line for line in lines if " epoch " in line]
     assert len(epochs) == 3
     assert epochs[-1].startswith("Domain vectors: epoch 3/3 (") and epochs[-1].endswith(" s)")
@@ -387,7 +407,7 @@ def test_combine_with_concatenates_and_fills_zeros(corpus, trained, glove):
     np.testing.assert_array_equal(both.vector("OnlyInGlove")[25:], [7, 8, 9])
     np.testing.assert_array_equal(both.vector("onlyinglove")[:25], trained.vector("onlyinglove"))
     info = dv.metadata(both)
-    assert info["spec"] == "domain-skipgram-25d+tiny-glove" and info["dim"] == 28
+    assert info["spec"] == "domain-skipgram-25d-3ep+tiny-glove" and info["dim"] == 28
     assert info["combined_with"] == "tiny-glove" and info["combined_coverage"] == pytest.approx(
         1 / len(trained), abs=1e-4)
     with pytest.raises(ValueError, match="already combined"):
@@ -488,3 +508,23 @@ def test_unlabeled_texts_train_with_the_training_texts(corpus, tmp_path):
     assert "zzunlabeled" in vectors  # seen min_count times
     assert "onceonly" not in vectors  # unlabeled-only and rare: only through .vector()
     assert vectors.vector("onceonly").shape == (25,)
+
+
+def test_missing_glove_fails_before_training(tmp_path, monkeypatch):
+    monkeypatch.setattr(dv, "_train", lambda *a, **k: pytest.fail("trained first"))
+    with pytest.raises(FileNotFoundError, match="nothere.txt"):
+        train_domain_vectors([["a", "a"]], f"domain-25d+{tmp_path / 'nothere.txt'}",
+                             cache_dir=tmp_path)
+
+
+def test_automatic_epochs_in_training_and_the_cache(corpus, tmp_path):
+    texts, _ = corpus
+    auto = DomainSpec(dim=25, bucket=20_000)
+    vectors, how, lines = train_logged(texts[:200], auto, cache_dir=tmp_path)
+    assert how == "trained" and "(20 epochs)" in lines[0]
+    assert vectors.info["params"]["epochs"] == 20 and vectors.info["spec"] == "domain-skipgram-25d"
+    named, how, _ = train_logged(texts[:200], DomainSpec(dim=25, bucket=20_000, epochs=20),
+                                 cache_dir=tmp_path)
+    assert how == "loaded" and named.info["spec"] == "domain-skipgram-25d-20ep"
+    assert named.name.startswith("domain-skipgram-25d-20ep (gensim")
+    np.testing.assert_array_equal(named.vectors, vectors.vectors)
