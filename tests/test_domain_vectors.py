@@ -140,7 +140,7 @@ def test_domain_spec_validates():
 
 
 def test_gensim_kwargs():
-    kwargs = parse_spec("domain-cbow-300d").resolved(10**6).gensim_kwargs()
+    kwargs = parse_spec("domain-cbow-300d").resolved(10**7).gensim_kwargs()
     assert kwargs["sg"] == 0 and kwargs["vector_size"] == 300 and kwargs["epochs"] == 5
     assert (kwargs["min_n"], kwargs["max_n"]) == (3, 6)
     assert parse_spec("domain-3ep").gensim_kwargs()["sg"] == 1
@@ -149,7 +149,8 @@ def test_gensim_kwargs():
 
 
 @pytest.mark.parametrize("tokens, epochs", [
-    (6_000_000, 5), (400_000, 5), (250_000, 8), (122_000, 17), (44_000, 20), (10, 20),
+    (18_000_000, 5), (6_000_000, 5), (2_500_000, 5), (1_080_000, 10), (600_000, 17),
+    (122_000, 20), (44_000, 20), (10, 20),
 ])
 def test_automatic_epochs(tokens, epochs):
     assert parse_spec("domain").resolved(tokens).epochs == epochs
