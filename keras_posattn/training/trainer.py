@@ -574,7 +574,7 @@ def _train(model_name, train_path=None, test_path=None, dev_path=None, embedding
     )
     if strategy is not None:
         with strategy.scope():
-            model = build_model(settings, data)
+            model = distribute.adapt_model(build_model(settings, data))
         _log(f"Strategy: {type(strategy).__name__}, {strategy.num_replicas_in_sync} replicas, "
              f"{num_workers} worker(s).")
     else:
