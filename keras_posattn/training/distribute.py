@@ -28,7 +28,7 @@ import os
 
 import tensorflow as tf
 
-STRATEGIES = ("default", "mirrored", "multi_worker")
+from keras_posattn.training.settings import STRATEGIES
 
 
 def make_strategy(name):
