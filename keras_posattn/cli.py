@@ -11,7 +11,8 @@ keyword it becomes (``--train`` is ``train_path``); each command lists the
 options it takes (``COMMANDS``) and calls its API function with exactly the
 options given on the command line (the API's defaults apply to the others).
 One error boundary, in ``main``, turns the project's errors into a one-line
-message and exit status 2.
+message and exit status 2, and Ctrl-C into ``interrupted; rerun with
+--resume`` (what to do, per command) and exit status 130.
 """
 
 import argparse
@@ -194,6 +195,8 @@ class Command:
     options: tuple = ()
     required: tuple = ()
     description: str = None
+    #: What to do after Ctrl-C (said after "interrupted; ").
+    on_interrupt: str = "nothing was written"
 
 
 def _train(args, options):
@@ -281,7 +284,8 @@ COMMANDS = (
                     "output_dir", "export_dir", "export", "resume", "overwrite", "sample_text",
                     "dtype_policy", "projector", "strategy", "verbose"),
             description="Train a zoo model, evaluate it on the test split beside a bag-of-words "
-            "baseline, write TensorBoard logs and checkpoints, and export a SavedModel."),
+            "baseline, write TensorBoard logs and checkpoints, and export a SavedModel.",
+            on_interrupt="rerun with --resume"),
     Command("tune", "search a zoo model's hyperparameters with KerasTuner (embedded task by "
             "default)", _tune, MODEL,
             DATA + ("overrides", "recipe", "tuner", "max_trials", "epochs", "batch_size",
@@ -292,7 +296,8 @@ COMMANDS = (
             "dashboard, print the best trials, and optionally train and export the best "
             "configuration. An interrupted search resumes. For a distributed search, run the "
             "same command on every machine with KERASTUNER_TUNER_ID (chief / tuner0 / "
-            "tuner1...), KERASTUNER_ORACLE_IP and KERASTUNER_ORACLE_PORT set."),
+            "tuner1...), KERASTUNER_ORACLE_IP and KERASTUNER_ORACLE_PORT set.",
+            on_interrupt="rerun the same command to resume the search"),
     Command("reproduce", "train a model on a benchmark set over seeds (and folds), beside the "
             "paper and the peers", _reproduce, MODEL,
             ("dataset", "data_dir", "runs", "recipe", "folds", "epochs", "seed", "results_dir",
@@ -301,7 +306,8 @@ COMMANDS = (
             required=("dataset",),
             description="Train --runs seeds (every fold, or the first --folds, of a "
             "cross-validated set) through the trainer and record results/<model>-<dataset>-"
-            "<recipe>.json and a TABLE.md row beside the paper and the peers; resumes."),
+            "<recipe>.json and a TABLE.md row beside the paper and the peers; resumes.",
+            on_interrupt="rerun the same command to resume"),
     Command("export", "export a trained classifier as a versioned SavedModel for TF Serving",
             _export, SOURCE, ("name", "version", "export_dir", "warmup"),
             description="Export a TextClassifier (a .keras file, or a `keras-posattn train` "
@@ -364,6 +370,10 @@ def main(argv=None):
         message = str(e).splitlines()[0] if str(e) else repr(e)
         print(f"keras-posattn: error: {message}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Training stops at the end of a batch (training.callbacks.CleanInterrupt).
+        print(f"keras-posattn: interrupted; {args.handler.on_interrupt}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -65,6 +65,8 @@ import os
 import re
 import secrets
 import shutil
+import socket
+import time
 from pathlib import Path
 from typing import Iterable
 
@@ -266,7 +268,8 @@ def export_saved_model(
     archive.track(served.preprocessor)
     _add_endpoints(archive, served, label_names)
 
-    tmp_dir = _make_private_dir(model_dir, f"{_TMP_PREFIX}{version}-")
+    clean_stale_exports(model_dir)
+    tmp_dir = _make_private_dir(model_dir, _tmp_prefix(version))
     try:
         archive.write_out(str(tmp_dir), verbose=False)
         _set_classify_method(tmp_dir)
@@ -615,5 +618,42 @@ def _commit(tmp_dir, final_dir, model_dir, version):
         os.rename(tmp_dir, final_dir)
     except OSError as err:
         if err.errno in (errno.EEXIST, errno.ENOTEMPTY):
-            raise FileExistsError(f"version {version} already exists in {model_dir}.") from err
+            raise FileExistsError(
+                f"version {version} of {model_dir} was written by another export meanwhile; "
+                "export again for the next version.") from err
         raise
+
+
+def _host_tag():
+    """This machine's name as export temporary folders spell it."""
+    return re.sub(r"[^A-Za-z0-9_.]+", "_", socket.gethostname())
+
+
+def _tmp_prefix(version):
+    """``.tmp-<version>-<host>-<pid>-``: an export's temporary folder names
+    the process writing it, so a killed export's leftovers can be told from
+    a running one's."""
+    return f"{_TMP_PREFIX}{version}-{_host_tag()}-{os.getpid()}-"
+
+
+def clean_stale_exports(model_dir):
+    """Remove the temporary folders of killed exports in ``model_dir`` (a
+    writer on this host that no longer runs) and report, with a warning,
+    those whose writer cannot be told (older names, another host's, over a
+    day old). Returns the folders removed."""
+    import warnings
+
+    from keras_posattn.utils import process_alive
+
+    removed = []
+    for entry in sorted(Path(model_dir).glob(f"{_TMP_PREFIX}*")):
+        match = re.fullmatch(rf"{re.escape(_TMP_PREFIX)}\d+-(.+)-(\d+)-[0-9a-f]+", entry.name)
+        here = match is not None and match.group(1) == _host_tag()
+        if here and not process_alive(int(match.group(2))):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+            print(f"Removed {entry}: left by a killed export (pid {match.group(2)}).", flush=True)
+        elif not here or time.time() - entry.stat().st_mtime > 86400:
+            warnings.warn(f"{entry} looks like an unfinished export of another process; "
+                          "remove it if no export is running.", stacklevel=2)
+    return removed

@@ -285,6 +285,7 @@ def _measure_peers(book, units, dataset, data_dir, seed, progress):
 def _check_arguments(model_name, recipe, runs):
     from keras_posattn import zoo
     from keras_posattn.training.settings import RECIPES
+    from keras_posattn.training.settings import check_number
 
     try:
         zoo.get_preset(model_name)
@@ -292,8 +293,7 @@ def _check_arguments(model_name, recipe, runs):
         raise ReproduceError(str(e).strip("'\"")) from None
     if recipe is not None and recipe not in RECIPES:
         raise ReproduceError(f"Unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}.")
-    if int(runs) < 1:
-        raise ReproduceError(f"runs must be >= 1, got {runs}.")
+    check_number("runs", runs, 1)
 
 
 def reproduce(model_name, dataset, runs=3, recipe=None, folds=None, data_dir=None,

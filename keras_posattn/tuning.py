@@ -218,7 +218,12 @@ def tune(model_name, tuner="random", max_trials=5, epochs=3, directory="tuning_r
     """
     from keras_posattn.training import trainer
     from keras_posattn.training.settings import RunOptions
+    from keras_posattn.training.settings import check_number
 
+    check_number("max_trials", max_trials, 1)
+    check_number("epochs", epochs, 1)
+    if best_epochs is not None:
+        check_number("best_epochs", best_epochs, 1)
     options = RunOptions(model_name=model_name, verbose=verbose, **options)
     run = trainer.Run(options)
     keras.utils.set_random_seed(options.seed)

@@ -12,11 +12,15 @@ make each of its decisions observable:
   read from the optimizer) and keeps the weights of the best dev epoch;
 - ``build_model`` compiles with every option of the recipe's optimizer;
 - the default recipe, the dtype policy and ``result.json`` apply to a
-  tuner's final training as to ``train``.
+  tuner's final training as to ``train``;
+- Ctrl-C stops at the end of a batch, resumable, and the resumed run's
+  history (and ``result.json``) holds every epoch.
 """
 
 import dataclasses
 import json
+import os
+import signal
 
 import keras
 import numpy as np
@@ -183,3 +187,39 @@ def test_tune_trains_the_best_configuration_through_the_same_run(tmp_path, monke
     assert keras.mixed_precision.global_policy().name == "float32"  # put back
     assert 0.0 <= record["test_accuracy"] <= 1.0 and record["epochs_run"] == 1
     assert (tmp_path / "sm" / "kim_cnn_static" / "1" / "saved_model.pb").exists()
+
+
+class _CtrlC(keras.callbacks.Callback):
+    """Press Ctrl-C (SIGINT to this process) after the first batch of ``epoch``."""
+
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch, self.current = epoch, None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.current = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.current == self.epoch and batch == 0:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_stops_at_a_clean_point_and_the_resumed_run_keeps_every_epoch(flipped, tmp_path):
+    options = dict(output_dir=tmp_path / "run", epochs=3, learning_rate=0.002)
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.Run(_options(flipped, callbacks=[_CtrlC(epoch=1)], **options)).execute()
+    run = tmp_path / "run"
+    # Stopped in epoch 1, after epoch 0's checkpoints: resumable, unlocked.
+    assert (run / "backup").exists() and (run / "checkpoints" / "last.keras").exists()
+    first = json.loads((run / "history.json").read_text())
+    assert sorted(first) == ["0"]
+    assert not (run / ".lock").exists() and not (run / "result.json").exists()
+    # The handler is put back: Ctrl-C outside training interrupts as usual.
+    assert signal.getsignal(signal.SIGINT) is handler
+
+    result = trainer.Run(_options(flipped, resume=True, **options)).execute()
+    assert result.epochs_run == 3 and len(result.history["val_accuracy"]) == 3
+    assert result.history["loss"][0] == pytest.approx(first["0"]["loss"])
+    record = json.loads((run / "result.json").read_text())
+    assert record["epochs_run"] == 3 and record["history"] == result.history

@@ -8,12 +8,19 @@
 - ``ClassifierCheckpoint``: the model with its preprocessor and class names
   (a ``TextClassifier``) saved after every epoch, so that an unfinished run
   can be exported.
+- ``EpochHistory``: every epoch's logs in the run folder, so that a resumed
+  run's history (and ``result.json``) holds the epochs before the
+  interruption too.
+- ``CleanInterrupt``: Ctrl-C stops training at the end of a batch, never
+  inside a checkpoint's write, so the run can be resumed.
 
 Viewing the images: ``tensorboard --logdir <run>/logs``, IMAGES tab; the
 step slider is the (0-based) epoch.
 """
 
 import os
+import signal
+import threading
 from pathlib import Path
 
 import keras
@@ -136,3 +143,78 @@ class ClassifierCheckpoint(keras.callbacks.Callback):
 
         TextClassifier(self.preprocessor, self.model, label_names=self.label_names,
                        name=f"{self.model.name}_text").save(self.path)
+
+
+class EpochHistory(keras.callbacks.Callback):
+    """Every epoch's logs, kept in a run folder's ``history.json`` (rewritten
+    after each epoch), across resumes: Keras' own ``History`` holds only the
+    epochs of one ``fit`` call.
+
+    Args:
+        folder: the run's ``RunFolder``.
+        resume: keep the epochs already written (an interrupted run's).
+    """
+
+    def __init__(self, folder, resume=False):
+        super().__init__()
+        self.folder = folder
+        self.epochs = folder.read_history() if resume else {}
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs = {k: v for k, v in self.epochs.items() if k < epoch}
+        self.epochs[int(epoch)] = {k: float(v) for k, v in (logs or {}).items()
+                                   if np.ndim(v) == 0}
+        self.folder.write_history(self.epochs)
+
+    def history(self):
+        """``{metric: [value of each epoch, in order]}``, as ``History.history``."""
+        names = []
+        for logs in self.epochs.values():
+            names += [n for n in logs if n not in names]
+        return {n: [self.epochs[e][n] for e in sorted(self.epochs) if n in self.epochs[e]]
+                for n in names}
+
+
+class CleanInterrupt(keras.callbacks.Callback):
+    """Ctrl-C (SIGINT) during ``fit`` stops training at the end of the batch
+    (or epoch) it arrives in, by raising ``KeyboardInterrupt`` there: after
+    the epoch's checkpoints are written, never inside one, so the run folder
+    holds a resumable run. A second Ctrl-C interrupts at once.
+
+    Use it as a context manager around ``fit`` (it installs its handler in the
+    main thread and puts the previous one back)::
+
+        with CleanInterrupt() as stop:
+            model.fit(..., callbacks=[..., stop])   # last, after the checkpoints
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, self._request)
+            # None: a handler not set from Python; Ctrl-C then interrupts as usual.
+            self._previous = signal.default_int_handler if previous is None else previous
+        return self
+
+    def __exit__(self, *exc_info):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def _request(self, signum, frame):
+        self.requested = True
+        signal.signal(signal.SIGINT, self._previous)  # a second Ctrl-C: at once
+
+    def _stop_if_requested(self):
+        if self.requested:
+            raise KeyboardInterrupt("stopped at the end of a batch")
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._stop_if_requested()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._stop_if_requested()

@@ -14,6 +14,8 @@ TensorFlow starts.
 
 import dataclasses
 import json
+import math
+import numbers
 
 
 class TrainingError(RuntimeError):
@@ -91,6 +93,11 @@ class RunOptions:
     verbose: int = None
     callbacks: list = None
 
+    def __post_init__(self):
+        for name, (minimum, whole, exclusive) in RANGES.items():
+            if getattr(self, name) is not None:
+                check_number(name, getattr(self, name), minimum, whole, exclusive)
+
     @property
     def demo(self):
         """Whether the run trains on the embedded default task (no data given)."""
@@ -101,6 +108,34 @@ class RunOptions:
         """The recipe fields these options set (None: the recipe's value)."""
         return {"epochs": self.epochs, "batch_size": self.batch_size,
                 "learning_rate": self.learning_rate, "optimizer": self.optimizer}
+
+
+#: Numeric options: name -> (the bound, whole numbers only, the bound excluded).
+RANGES = {
+    "epochs": (1, True, False),
+    "batch_size": (1, True, False),
+    "learning_rate": (0, False, True),
+    "max_length": (1, True, False),
+    "max_tokens": (3, True, False),  # PAD, UNK and a word
+    "max_sentences": (1, True, False),
+    "demo_size": (20, True, False),  # a tenth held out for validation
+    "fold": (0, True, False),
+    "seed": (0, True, False),
+}
+
+
+def check_number(name, value, minimum, whole=True, exclusive=False):
+    """``value``, if it is a number (a whole one when ``whole``) at least
+    ``minimum`` (above it when ``exclusive``); else a one-line
+    ``TrainingError`` naming the option as the command line spells it."""
+    kind = numbers.Integral if whole else numbers.Real
+    fits = (isinstance(value, kind) and not isinstance(value, bool)
+            and math.isfinite(value) and (value > minimum if exclusive else value >= minimum))
+    if not fits:
+        flag = "--" + name.replace("_", "-")
+        raise TrainingError(f"{flag} must be {'a whole number' if whole else 'a number'} "
+                            f"{'>' if exclusive else '>='} {minimum}, got {value!r}.")
+    return value
 
 
 #: The names ``RunOptions`` takes (the keyword arguments of ``trainer.train``).
@@ -141,6 +176,41 @@ def parse_overrides(pairs):
     return result
 
 
+#: What a ``--set`` value must be, by the type of the constructor's default.
+_KINDS = (
+    (bool, (bool,), "true or false"),
+    (numbers.Integral, (numbers.Integral,), "a whole number"),
+    (numbers.Real, (numbers.Real,), "a number"),
+    (str, (str,), "a string"),
+    ((list, tuple), (list, tuple), "a list"),
+)
+
+
+def check_overrides(model_name, family, overrides):
+    """Each model argument of ``overrides`` (``--set key=value``) of the kind
+    the family's constructor default is (a number for a number, a list for a
+    list...; anything where the default is None); a one-line
+    ``TrainingError`` naming the key, the kind wanted and the value given
+    otherwise. Unknown keys are left to ``zoo.build``, which names them."""
+    from keras_posattn.registry import constructor_defaults
+
+    defaults = constructor_defaults(family)
+    for key, value in (overrides or {}).items():
+        default = defaults.get(key)
+        if value is None or default is None or key not in defaults:
+            continue
+        for default_kind, accepted, wanted in _KINDS:
+            if isinstance(default, default_kind):
+                fits = isinstance(value, accepted) and (
+                    default_kind is bool or not isinstance(value, bool))
+                if not fits:
+                    raise TrainingError(
+                        f"--set {key}={json.dumps(value)}: {model_name}'s {key} takes {wanted} "
+                        f"(default {json.dumps(default)}), got {type(value).__name__} "
+                        f"{json.dumps(value)}.")
+                break
+
+
 def default_recipe_name(model_name, demo, embeddings=None):
     """The recipe a run uses when none is named: on files with the 50d GloVe
     vectors (the recipe's default vectors unless ``embeddings`` names
@@ -179,6 +249,7 @@ def resolve_settings(model_name, demo, overrides=None, recipe_name="paper", **re
         extra = preset["glove50d"]
     config.update(extra.get("config", {}))
     recipe.update(extra.get("recipe", {}))
+    check_overrides(model_name, zoo.families()[preset["family"]], overrides)
     config.update({k: v for k, v in (overrides or {}).items() if v is not None})
     try:
         recipe = Recipe.from_dict(recipe, where=f"preset {model_name!r}").replace(**recipe_changes)

@@ -160,15 +160,20 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
         num_workers=1, projector=False):
     """Train with the recipe's callbacks (learning-rate steps, early stopping
     and best-epoch selection on the dev split), TensorBoard logs, attention
-    images and per-epoch checkpoints; returns Keras' ``History``.
+    images and per-epoch checkpoints; returns Keras' ``History`` holding
+    every epoch of the run (on ``resume``, the interrupted run's too).
 
     The vocabulary and class names are written to ``output_dir``; on
-    ``resume`` the vocabulary must match the interrupted run's. With
-    ``num_workers > 1`` (a multi-worker strategy) every worker runs the same
-    number of steps over its shard. With ``projector``, the trained word
-    embedding is written for TensorBoard's projector (``logs/projector``).
+    ``resume`` the vocabulary must match the interrupted run's. Ctrl-C stops
+    at the end of a batch with ``KeyboardInterrupt``, the run resumable.
+    With ``num_workers > 1`` (a multi-worker strategy) every worker runs the
+    same number of steps over its shard. With ``projector``, the trained
+    word embedding is written for TensorBoard's projector
+    (``logs/projector``).
     """
     from keras_posattn.training.callbacks import ClassifierCheckpoint
+    from keras_posattn.training.callbacks import CleanInterrupt
+    from keras_posattn.training.callbacks import EpochHistory
     from keras_posattn.training.callbacks import tensorboard_callbacks
 
     folder = RunFolder(output_dir)
@@ -180,20 +185,26 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
         "steps_per_epoch")
     dev_ds, dev_steps = _sharded(data.batches("dev", recipe.batch_size, recipe.buckets),
                                  num_workers, "validation_steps")
-    all_callbacks = [
-        keras.callbacks.BackupAndRestore(str(folder.backup), save_freq="epoch"),
-        keras.callbacks.TensorBoard(log_dir=str(folder.logs)),
-        ClassifierCheckpoint(data.preprocessor, data.label_names, folder.checkpoint),
-        *tensorboard_callbacks(model, data, folder.logs),
-        *recipe.callbacks(),
-        *(callbacks or []),
-    ]
-    history = model.fit(
-        train_ds, validation_data=dev_ds, epochs=int(recipe.epochs), callbacks=all_callbacks,
-        verbose=(1 if sys.stdout.isatty() else 2) if verbose is None else verbose,
-        shuffle=False,  # the dataset shuffles itself, seeded
-        **train_steps, **dev_steps,
-    )
+    epochs = EpochHistory(folder, resume=resume)
+    with CleanInterrupt() as interrupt:
+        history = model.fit(
+            train_ds, validation_data=dev_ds, epochs=int(recipe.epochs),
+            callbacks=[
+                # The checkpoints first: what follows an epoch's end sees it saved.
+                keras.callbacks.BackupAndRestore(str(folder.backup), save_freq="epoch"),
+                ClassifierCheckpoint(data.preprocessor, data.label_names, folder.checkpoint),
+                epochs,
+                keras.callbacks.TensorBoard(log_dir=str(folder.logs)),
+                *tensorboard_callbacks(model, data, folder.logs),
+                *recipe.callbacks(),
+                *(callbacks or []),
+                interrupt,
+            ],
+            verbose=(1 if sys.stdout.isatty() else 2) if verbose is None else verbose,
+            shuffle=False,  # the dataset shuffles itself, seeded
+            **train_steps, **dev_steps,
+        )
+    history.history = epochs.history()
     if projector:
         from keras_posattn.training.tensorboard import write_projector
 
@@ -252,12 +263,19 @@ class Run:
             keras.mixed_precision.set_global_policy(previous)
 
     def _execute(self, started):
-        o, settings = self.options, self.settings
+        o = self.options
         # A tf.distribute strategy must exist before TensorFlow runs an operation.
         strategy = distribute.make_strategy(o.strategy)
         workers = distribute.num_workers(strategy)
         self._set_dtype_policy()
         folder, export = self._open_folder(workers)
+        try:
+            return self._train(folder, export, strategy, workers, started)
+        finally:
+            folder.close()
+
+    def _train(self, folder, export, strategy, workers, started):
+        o, settings = self.options, self.settings
         keras.utils.set_random_seed(o.seed)
         data = self.data
         model = build_model(settings, data, strategy=strategy)
