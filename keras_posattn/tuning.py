@@ -202,7 +202,7 @@ def overrides_of(hypermodel, hyperparameters):
     return hypermodel.trial(hp)
 
 
-def tune(model_name, tuner="random", max_trials=5, epochs=3, directory="tuning_runs",
+def tune(model_name, *, tuner="random", max_trials=5, epochs=3, directory="tuning_runs",
          project=None, overwrite=False, train_best=False, best_epochs=None, verbose=0,
          log=print, **options):
     """Search ``model_name``'s family space on the given data (the embedded

@@ -108,6 +108,9 @@ def test_saved_classifier_and_export_agree(demo_run, tmp_path):
     assert got["label"] == [synthetic.LABEL_NAMES[i] for i in reference.argmax(-1)]
 
 
+@pytest.mark.slow  # test_run.py trains on files (data path, labels.txt), test_standardize_...
+#                   below passes --standardize, test_export.py has versions grow, and
+#                   test_run_folder.py --overwrite
 def test_train_on_files_and_export_next_version(tmp_path):
     task = synthetic.generate_position_task(num_train=200, num_test=60, seed=7)
     train_path, test_path = synthetic.write_tsv(task, tmp_path / "data")
@@ -141,6 +144,8 @@ class _Interrupt(keras.callbacks.Callback):
             raise KeyboardInterrupt("simulated interruption")
 
 
+@pytest.mark.slow  # test_run.py's Ctrl-C test interrupts and resumes a run (whole history),
+#                   test_run_folder.py refuses interrupted and finished folders
 def test_interrupted_run_resumes_from_checkpoint(tmp_path):
     task = synthetic.generate_position_task(num_train=200, num_test=60, seed=3)
     train_path, test_path = synthetic.write_tsv(task, tmp_path / "data")

@@ -95,6 +95,7 @@ def test_the_test_split_is_what_is_scored(flipped, tmp_path):
     record = json.loads((tmp_path / "run" / "result.json").read_text())
     assert record["test_accuracy"] == result.test_accuracy
     assert record["data"] == str(flipped["train"])
+    assert (tmp_path / "run" / "labels.txt").read_text().split() == ["0", "1"]
 
 
 class _Recorder(keras.callbacks.Callback):

@@ -209,6 +209,8 @@ def test_family_spaces_default_to_the_paper(name, expected):
         assert (blocks.min_value, blocks.max_value) == (1, 7)
 
 
+@pytest.mark.slow  # the search of test_tune_cli_runs_a_short_search_and_logs_every_trial, and
+#                   test_family_spaces_default_to_the_paper[cspan] for CSPAN's space
 def test_tune_cspan_quick_search(tmp_path):
     """The newcomer's first try: `keras-posattn tune cspan --max-trials 2 --epochs 1`."""
     code = cli.main(["tune", "cspan", "--max-trials", "2", "--directory", str(tmp_path), *SMALL])
