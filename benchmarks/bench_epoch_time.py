@@ -59,10 +59,9 @@ def run(model, data_dir, config, epochs, embeddings, seed):
     import io
 
     with contextlib.redirect_stdout(io.StringIO()):
-        data = trainer.prepare_data(
-            settings, data_dir / "train.tsv", data_dir / "test.tsv", embeddings=embeddings,
-            seed=seed,
-        )
+        data = trainer.prepare_data(settings, trainer.RunOptions(
+            model_name=model, train_path=data_dir / "train.tsv",
+            test_path=data_dir / "test.tsv", embeddings=embeddings, seed=seed))
     keras.utils.set_random_seed(seed)
     net = trainer.build_model(settings, data)
     timer = _EpochTimer()

@@ -3,7 +3,7 @@
 For each zoo model matching ``--pattern`` and each length, in one process on
 the same data: our model at paper settings (``zoo.build(name,
 vocabulary_size=--vocab, max_length=max(--lengths))``) and its reference
-build from stock Keras (``benchmarks/reference/<family>.py``:
+build from stock Keras (``benchmarks/keras_posattn_reference/<family>.py``:
 ``MultiHeadAttention`` with ``attention_mask`` where it fits, otherwise plain
 ``keras.ops`` code with dense (n, n) masks and stock ``Softmax`` masking),
 with our weights copied in so both compute the same logits. Both are
@@ -68,8 +68,9 @@ import tensorflow as tf  # noqa: E402
 
 from bench_training import _EpochTimer  # noqa: E402
 from keras_posattn import zoo  # noqa: E402
+from keras_posattn.export import merged_embedding_model  # noqa: E402
 from keras_posattn.training.recipe import Recipe  # noqa: E402
-from reference import build_reference  # noqa: E402
+from keras_posattn_reference import build_reference  # noqa: E402
 
 IMPLEMENTATIONS = ("ours", "reference")
 
@@ -280,22 +281,6 @@ def measure_memory(name, length, args, jit):
 # --------------------------------------------------------------------------
 
 
-def served(model):
-    """Our model as ``keras_posattn.export`` serves it: with
-    ``trainable_embeddings="oov"`` the frozen and trained rows merged into one
-    table (the rest of the weights copied by layer name)."""
-    config = model.get_config()
-    if config.get("trainable_embeddings") != "oov":
-        return model
-    config["trainable_embeddings"] = "all"
-    merged = type(model).from_config(config)
-    for layer in model.layers:
-        if layer.name != model.embedding.name and layer.weights:
-            merged.get_layer(layer.name).set_weights(layer.get_weights())
-    merged.embedding.embeddings.assign(model.embedding.table())
-    return merged
-
-
 def export_and_load(model, rank, directory):
     """Token ids in, logits out, as one ``tf.function`` endpoint; reloaded."""
     archive = keras.export.ExportArchive()
@@ -317,7 +302,8 @@ def measure_latency(name, length, args):
     records = []
     with tempfile.TemporaryDirectory() as tmp:
         loaded = {
-            "ours": export_and_load(served(ours), len(shape), os.path.join(tmp, "ours")),
+            "ours": export_and_load(merged_embedding_model(ours), len(shape),
+                                   os.path.join(tmp, "ours")),
             "reference": export_and_load(reference, len(shape), os.path.join(tmp, "reference")),
         }
         functions = {impl: loaded[impl].serve for impl in IMPLEMENTATIONS}

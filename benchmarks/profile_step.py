@@ -59,7 +59,7 @@ def build(name, length, batch_size, vocab, sentences=None, seed=0, reference=Fal
     model = zoo.build(name, vocabulary_size=vocab, max_length=max_length, **overrides)
     if reference:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from reference import build_reference
+        from keras_posattn_reference import build_reference
 
         num_classes = model.num_classes
         model = build_reference(model)
@@ -128,7 +128,7 @@ def main():
     parser.add_argument("--top", type=int, default=20, help="op types printed")
     parser.add_argument("--reference", action="store_true",
                         help="profile the stock-Keras reference build instead "
-                             "(benchmarks/reference/)")
+                             "(benchmarks/keras_posattn_reference/)")
     args = parser.parse_args()
     logdir = args.logdir or tempfile.mkdtemp(prefix="profile_")
     model, data = build(args.model, args.length, args.batch_size, args.vocab, args.sentences,

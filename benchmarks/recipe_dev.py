@@ -61,9 +61,9 @@ def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, f
     settings = trainer.resolve_settings(model_name, demo=False, overrides=config,
                                         recipe_name=base)
     settings.recipe = settings.recipe.replace(**recipe_changes)
-    data = trainer.prepare_data(settings, dataset=dataset, data_dir=data_dir, fold=fold,
-                                phrases=phrases, seed=seed, max_length=max_length,
-                                max_tokens=max_tokens)
+    data = trainer.prepare_data(settings, trainer.RunOptions(
+        model_name=model_name, dataset=dataset, data_dir=data_dir, fold=fold, phrases=phrases,
+        seed=seed, max_length=max_length, max_tokens=max_tokens))
     splits = data.splits
     train_texts, train_labels = splits.train.texts, np.asarray(splits.train.labels)
     if max_train and len(train_texts) > max_train:

@@ -5,13 +5,30 @@
     keras-posattn export runs/mpsan --name mpsan   # a versioned SavedModel
     keras-posattn models ['mpsan_*']
     keras-posattn reproduce mpsan --dataset trec --runs 3   # seeds, beside paper and peers
+
+Every option is defined once, in ``OPTIONS``, under the name of the API
+keyword it becomes (``--train`` is ``train_path``); each command lists the
+options it takes (``COMMANDS``) and calls its API function with exactly the
+options given on the command line (the API's defaults apply to the others).
+One error boundary, in ``main``, turns the project's errors into a one-line
+message and exit status 2, and Ctrl-C into ``interrupted; rerun with
+--resume`` (what to do, per command) and exit status 130.
 """
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import sys
 from pathlib import Path
+
+from keras_posattn.datasets import catalog
+from keras_posattn.training.settings import RECIPES
+from keras_posattn.training.settings import STANDARDIZE
+from keras_posattn.training.settings import STRATEGIES
+from keras_posattn.training.settings import TUNERS
+from keras_posattn.training.settings import TrainingError
+from keras_posattn.training.settings import parse_overrides
 
 TF_LOGS_VARIABLE = "KERAS_POSATTN_TF_LOGS"
 
@@ -51,137 +68,183 @@ def quiet_tensorflow():
         import tensorflow  # noqa: F401
 
 
-def _dataset_names():
-    from keras_posattn.datasets import catalog
-
-    return catalog.known_datasets()
-
-
-def _add_data_arguments(p):
-    """The data options `train` and `tune` share."""
-    p.add_argument("--train", dest="train_path", help="labelled training file (.tsv, .csv, .jsonl)")
-    p.add_argument("--test", dest="test_path", help="labelled test file")
-    p.add_argument("--dev", dest="dev_path", help="labelled validation file (default: 10%% of train)")
-    p.add_argument("--dataset", help="a benchmark set by name instead of files: "
-                   + ", ".join(_dataset_names()) + " (see `keras-posattn datasets`)")
-    p.add_argument("--data-dir", help="folder holding the named datasets' folders "
-                   "(default: $KERAS_POSATTN_DATA)")
-    p.add_argument("--fold", type=int, help="test fold 0..9 of a cross-validated set (mr, cr, "
-                   "subj, mpqa; default 0)")
-    p.add_argument("--phrases", action="store_true",
-                   help="train on every labelled phrase of SST's training trees (sst5, sst2)")
-    p.add_argument("--embeddings", help="'glove-6b-50d' (default with --train), a GloVe/"
-                   "word2vec text file, or 'none' for random initialisation")
-    p.add_argument("--max-length", type=int, help="tokens kept per text (per sentence for "
-                   "hierarchical models)")
-    p.add_argument("--max-sentences", type=int,
-                   help="sentences kept per document (hierarchical models: hcan, han)")
-    p.add_argument("--max-tokens", type=int, help="vocabulary size cap")
-    p.add_argument("--standardize", default="lower_and_split_punctuation",
-                   choices=("lower_and_split_punctuation", "split_punctuation",
-                            "lower_and_strip_punctuation", "lower", "strip_punctuation", "none"),
-                   help="text standardisation before splitting on whitespace (default: "
-                   "Unicode lower case, punctuation a word boundary)")
-    p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--demo-size", type=int, help="training examples of the embedded task")
+def _set_pair(text):
+    """One ``--set key=value`` (the value JSON if it parses, else a string)."""
+    return next(iter(parse_overrides([text]).items()))
 
 
-def _train_parser(sub):
-    p = sub.add_parser(
-        "train",
-        help="train a zoo model (embedded default task when no --train is given)",
-        description="Train a zoo model, evaluate it beside a bag-of-words baseline, "
-        "write TensorBoard logs and checkpoints, and export a SavedModel.",
-    )
-    p.add_argument("model", help="zoo model name (see `keras-posattn models`)")
-    _add_data_arguments(p)
-    p.add_argument("--epochs", type=int)
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--learning-rate", type=float)
-    p.add_argument("--optimizer", help="adam, adadelta, adamw, sgd, rmsprop")
-    p.add_argument("--recipe", choices=("paper", "50d"),
-                   help="the paper's protocol, or the preset's settings tuned for 50d GloVe "
-                   "(default: 50d on files with the 50d vectors when the preset has one)")
-    p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
-                   help="override a model argument, e.g. --set dropout=0.1 "
-                   "--set 'branch_masks=[\"bw\",\"fw\"]' (repeatable)")
-    p.add_argument("--output-dir", help="run folder (default runs/<model>)")
-    p.add_argument("--export-dir", default="saved_models", help="SavedModel base folder")
-    p.add_argument("--no-export", dest="export", action="store_false")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted run")
-    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run")
-    p.add_argument("--sample", dest="sample_text", help="sentence to predict after export")
-    p.add_argument("--dtype-policy", help="e.g. mixed_bfloat16")
-    p.add_argument("--projector", action="store_true",
-                   help="write the trained word embedding for TensorBoard's projector")
-    p.add_argument("--strategy", choices=("default", "mirrored", "multi_worker"),
-                   help="tf.distribute strategy; multi_worker reads the cluster from TF_CONFIG")
-    p.add_argument("--verbose", type=int, choices=(0, 1, 2))
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """A command-line option: its flags, the API keyword it becomes
+    (``dest``) and argparse's other arguments. Options have no default here
+    (the API's applies): an option not given is not passed."""
+
+    flags: tuple
+    dest: str
+    arguments: dict = dataclasses.field(default_factory=dict)
+
+    def add_to(self, parser, required=False):
+        parser.add_argument(*self.flags, dest=self.dest, default=argparse.SUPPRESS,
+                            required=required, **self.arguments)
 
 
-def _tune_parser(sub):
-    p = sub.add_parser(
-        "tune",
-        help="search a zoo model's hyperparameters with KerasTuner (embedded task by default)",
-        description="Search the model family's space (tuning/<family>.py: the paper's values "
-        "as defaults) with KerasTuner, log every trial to TensorBoard's HParams dashboard, print "
-        "the best trials, and optionally train and export the best configuration. An "
-        "interrupted search resumes. For a distributed search, run the same command on every "
-        "machine with KERASTUNER_TUNER_ID (chief / tuner0 / tuner1...), KERASTUNER_ORACLE_IP "
-        "and KERASTUNER_ORACLE_PORT set.",
-    )
-    p.add_argument("model", help="zoo model name the search starts from")
-    _add_data_arguments(p)
-    p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
-                   help="fix a model argument outside the search space (repeatable)")
-    p.add_argument("--tuner", default="random", choices=("random", "bayesian", "hyperband"))
-    p.add_argument("--max-trials", type=int, default=5)
-    p.add_argument("--epochs", type=int, default=3, help="epochs per trial (hyperband: max)")
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--directory", default="tuning_runs", help="where searches are kept")
-    p.add_argument("--project", help="search name (default: the model name)")
-    p.add_argument("--overwrite", action="store_true", help="start the search over")
-    p.add_argument("--train-best", action="store_true",
-                   help="train the best configuration (the recipe's epochs) and export it")
-    p.add_argument("--best-epochs", type=int, help="epochs of --train-best (default: the recipe's)")
-    p.add_argument("--export-dir", default="saved_models", help="SavedModel base folder")
-    p.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2))
+def _option(flags, dest, **arguments):
+    """An ``Option``: space-separated flags, the API keyword, argparse's arguments."""
+    return Option(tuple(flags.split()), dest, arguments)
 
 
-def _export_parser(sub):
-    p = sub.add_parser(
-        "export",
-        help="export a trained classifier as a versioned SavedModel for TF Serving",
-        description="Export a TextClassifier (a .keras file, or a `keras-posattn train` run "
-        "folder: its classifier.keras or checkpoints/last.keras) to <base>/<name>/<version>/ "
-        "with the serving_default, token_ids and classify signatures, TF Serving warm-up "
-        "requests, and a models.config entry.",
-    )
-    p.add_argument("source", help="a .keras file or a training run folder")
-    p.add_argument("--name", help="model name (default: the model's zoo name)")
-    p.add_argument("--version", type=int, help="version above every existing one (default: next)")
-    p.add_argument("--base", default="saved_models", help="model repository folder")
-    p.add_argument("--no-warmup", dest="warmup", action="store_false",
-                   help="do not write TF Serving warm-up requests")
+#: Every option of every command, by the API keyword it becomes.
+OPTIONS = {option.dest: option for option in (
+    # the data
+    _option("--train", "train_path", help="labelled training file (.tsv, .csv, .jsonl)"),
+    _option("--test", "test_path", help="labelled test file"),
+    _option("--dev", "dev_path", help="labelled validation file (default: 10%% of train)"),
+    _option("--dataset", "dataset", help="a benchmark set by name instead of files: "
+            + ", ".join(catalog.known_datasets()) + " (see `keras-posattn datasets`)"),
+    _option("--data-dir", "data_dir", help="folder holding the named datasets' folders "
+            "(default: $KERAS_POSATTN_DATA)"),
+    _option("--fold", "fold", type=int, help="test fold 0..9 of a cross-validated set (mr, cr, "
+            "subj, mpqa; default 0)"),
+    _option("--phrases", "phrases", action="store_true",
+            help="train on every labelled phrase of SST's training trees (sst5, sst2)"),
+    _option("--embeddings", "embeddings", help="'glove-6b-50d' (default on files), a GloVe/"
+            "word2vec text file, or 'none' for random initialisation"),
+    _option("--max-length", "max_length", type=int, help="tokens kept per text (per sentence "
+            "for hierarchical models)"),
+    _option("--max-sentences", "max_sentences", type=int,
+            help="sentences kept per document (hierarchical models: hcan, han)"),
+    _option("--max-tokens", "max_tokens", type=int, help="vocabulary size cap"),
+    _option("--standardize", "standardize", choices=STANDARDIZE,
+            help="text standardisation before splitting on whitespace (default "
+            "lower_and_split_punctuation: Unicode lower case, punctuation a word boundary)"),
+    _option("--seed", "seed", type=int, help="fixes splits, data order and initialisation "
+            "(default 1234; reproduce: the first run's)"),
+    _option("--demo-size", "demo_size", type=int, help="training examples of the embedded task"),
+    # the model and the recipe
+    _option("--set", "overrides", type=_set_pair, action="append", metavar="KEY=VALUE",
+            help="a model constructor argument, e.g. --set dropout=0.1 "
+            "--set 'branch_masks=[\"bw\",\"fw\"]' (repeatable; tune: fixed outside the space)"),
+    _option("--recipe", "recipe", choices=RECIPES,
+            help="the paper's protocol, or the preset's settings tuned for 50d GloVe "
+            "(default: 50d on files with the 50d vectors when the preset has one)"),
+    _option("--epochs", "epochs", type=int, help="epochs instead of the recipe's (tune: per "
+            "trial, default 3; hyperband: the most)"),
+    _option("--batch-size", "batch_size", type=int, help="examples per step instead of the "
+            "recipe's"),
+    _option("--learning-rate", "learning_rate", type=float, help="instead of the recipe's"),
+    _option("--optimizer", "optimizer", help="adam, adadelta, adamw, sgd, rmsprop"),
+    _option("--dtype-policy", "dtype_policy", help="e.g. mixed_bfloat16 or float32 (default: "
+            "the recipe's)"),
+    _option("--strategy", "strategy", choices=STRATEGIES,
+            help="tf.distribute strategy; multi_worker reads the cluster from TF_CONFIG"),
+    # what a command writes
+    _option("--output-dir", "output_dir", help="where the command writes (train: the run "
+            "folder, default runs/<model>; attention: the PNG files, default attention_png)"),
+    _option("--export-dir --base", "export_dir", help="SavedModel repository (<dir>/<name>/"
+            "<version>; default saved_models)"),
+    _option("--no-export", "export", action="store_false", help="do not export a SavedModel"),
+    _option("--resume", "resume", action="store_true", help="continue an interrupted run"),
+    _option("--overwrite", "overwrite", action="store_true",
+            help="start over: discard the run in the run folder (tune: the search)"),
+    _option("--sample", "sample_text", help="sentence to predict after export"),
+    _option("--projector", "projector", action="store_true",
+            help="write the trained word embedding for TensorBoard's projector"),
+    _option("--verbose", "verbose", type=int, choices=(0, 1, 2),
+            help="Keras' progress output (tune default 0)"),
+    # tune
+    _option("--tuner", "tuner", choices=TUNERS, help="default random"),
+    _option("--max-trials", "max_trials", type=int, help="default 5"),
+    _option("--directory", "directory", help="where searches are kept (default tuning_runs)"),
+    _option("--project", "project", help="search name (default: the model name)"),
+    _option("--train-best", "train_best", action="store_true",
+            help="train the best configuration (the recipe's epochs) and export it"),
+    _option("--best-epochs", "best_epochs", type=int,
+            help="epochs of --train-best (default: the recipe's)"),
+    # reproduce
+    _option("--runs", "runs", type=int, help="runs (seeds seed, seed+1, ...; default 3)"),
+    _option("--folds", "folds", type=int, help="first K folds of a cross-validated set"),
+    _option("--results-dir", "results_dir", help="default results"),
+    _option("--no-peers", "peers", action="store_false",
+            help="do not measure TF-IDF + LR and fastText"),
+    _option("--quiet", "progress", action="store_false", help="no progress lines"),
+    # export
+    _option("--name", "name", help="model name (default: the model's zoo name)"),
+    _option("--version", "version", type=int, help="version above every existing one (default: "
+            "next)"),
+    _option("--no-warmup", "warmup", action="store_false",
+            help="do not write TF Serving warm-up requests"),
+)}
 
 
-def _attention_parser(sub):
-    p = sub.add_parser(
-        "attention",
-        help="draw a model's attention for some texts as PNG files",
-        description="Render the attention heat-maps (and pooling weights) of a saved "
-        "classifier (.keras file or training run folder) or of an export (its attention "
-        "signature) for the given texts, as the TensorBoard IMAGES tab shows them.",
-    )
-    p.add_argument("source", help="a .keras file, a training run folder, or an export version folder")
-    p.add_argument("texts", nargs="+", help="the texts to look at")
-    p.add_argument("--output-dir", default="attention_png", help="where the PNG files go")
+DATA = ("train_path", "test_path", "dev_path", "dataset", "data_dir", "fold", "phrases",
+        "embeddings", "max_length", "max_sentences", "max_tokens", "standardize", "seed",
+        "demo_size")
+PREPROCESSING = ("embeddings", "max_length", "max_sentences", "max_tokens", "standardize",
+                 "phrases")
 
 
-def _attention(args):
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """A subcommand: its positional arguments, the options it takes, those it
+    requires, and the function that runs it."""
+
+    name: str
+    help: str
+    run: object
+    positionals: tuple = ()
+    options: tuple = ()
+    required: tuple = ()
+    description: str = None
+    #: What to do after Ctrl-C (said after "interrupted; ").
+    on_interrupt: str = "nothing was written"
+
+
+def _train(args, options):
+    from keras_posattn.training.trainer import train
+
+    train(args.model, **options)
+    return 0
+
+
+def _tune(args, options):
+    from keras_posattn.tuning import tune
+
+    tune(args.model, **options)
+    return 0
+
+
+def _reproduce(args, options):
+    from keras_posattn import reproduce
+
+    record = reproduce.reproduce(args.model, command="keras-posattn " + " ".join(sys.argv[1:]),
+                                 **options)
+    print(reproduce.TABLE_HEADER + (reproduce._table_row(record) or ""), end="")
+    return 0
+
+
+def _export(args, options):
+    import tensorflow as tf
+
+    from keras_posattn.export import export_saved_model, load_classifier
+
+    classifier = load_classifier(args.source)
+    base = options.pop("export_dir", "saved_models")
+    name = options.pop("name", None) or classifier.model.name
+    path = export_saved_model(classifier, name=name, base_dir=base, **options)
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    signatures = ", ".join(sorted(tf.saved_model.load(str(path)).signatures))
+    print(f"Exported {path} ({size / 1e6:.1f} MB): signatures {signatures}.")
+    base = Path(base).resolve()
+    print(f"TF Serving model config: {base / 'models.config'}")
+    print(f'Serve it: docker run -p 8501:8501 -v "{base}:/models" tensorflow/serving:2.21.0 '
+          "--model_config_file=/models/models.config")
+    return 0
+
+
+def _attention(args, options):
     from keras_posattn.training.attention_png import write_attention_pngs
 
-    paths = write_attention_pngs(args.source, args.texts, args.output_dir)
+    paths = write_attention_pngs(args.source, args.texts, **options)
     if not paths:
         print("This model has no attention maps to draw.")
     for path in paths:
@@ -189,29 +252,16 @@ def _attention(args):
     return 0
 
 
-def _export(args):
-    from keras_posattn.export import export_saved_model, load_classifier
+def _models(args, options):
+    from keras_posattn import zoo
 
-    classifier = load_classifier(args.source)
-    name = args.name or classifier.model.name
-    path = export_saved_model(classifier, name=name, base_dir=args.base, version=args.version,
-                              warmup=args.warmup)
-    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    import tensorflow as tf
-
-    signatures = ", ".join(sorted(tf.saved_model.load(str(path)).signatures))
-    print(f"Exported {path} ({size / 1e6:.1f} MB): signatures {signatures}.")
-    base = Path(args.base).resolve()
-    print(f"TF Serving model config: {base / 'models.config'}")
-    print(f'Serve it: docker run -p 8501:8501 -v "{base}:/models" tensorflow/serving:2.21.0 '
-          "--model_config_file=/models/models.config")
+    for name in zoo.list_models(args.pattern):
+        print(f"{name:28s} {zoo.get_preset(name).get('description', '')}")
     return 0
 
 
-def _datasets(args):
-    from keras_posattn.datasets import catalog
-
-    data_dir = Path(args.data_dir) if args.data_dir else catalog.default_data_dir()
+def _datasets(args, options):
+    data_dir = Path(options["data_dir"]) if "data_dir" in options else catalog.default_data_dir()
     for name, spec in sorted(catalog.DATASETS.items()):
         where = ""
         if data_dir is not None:
@@ -223,65 +273,107 @@ def _datasets(args):
     return 0
 
 
-def main(argv=None):
+MODEL = (("model", {"help": "zoo model name (see `keras-posattn models`)"}),)
+SOURCE = (("source", {"help": "a .keras file, a training run folder, or (attention) an "
+                              "export version folder"}),)
+
+COMMANDS = (
+    Command("train", "train a zoo model (embedded default task when no --train is given)",
+            _train, MODEL,
+            DATA + ("epochs", "batch_size", "learning_rate", "optimizer", "recipe", "overrides",
+                    "output_dir", "export_dir", "export", "resume", "overwrite", "sample_text",
+                    "dtype_policy", "projector", "strategy", "verbose"),
+            description="Train a zoo model, evaluate it on the test split beside a bag-of-words "
+            "baseline, write TensorBoard logs and checkpoints, and export a SavedModel.",
+            on_interrupt="rerun with --resume"),
+    Command("tune", "search a zoo model's hyperparameters with KerasTuner (embedded task by "
+            "default)", _tune, MODEL,
+            DATA + ("overrides", "recipe", "tuner", "max_trials", "epochs", "batch_size",
+                    "directory", "project", "overwrite", "train_best", "best_epochs",
+                    "export_dir", "verbose"),
+            description="Search the model family's space (tuning/<family>.py: the paper's "
+            "values as defaults) with KerasTuner, log every trial to TensorBoard's HParams "
+            "dashboard, print the best trials, and optionally train and export the best "
+            "configuration. An interrupted search resumes. For a distributed search, run the "
+            "same command on every machine with KERASTUNER_TUNER_ID (chief / tuner0 / "
+            "tuner1...), KERASTUNER_ORACLE_IP and KERASTUNER_ORACLE_PORT set.",
+            on_interrupt="rerun the same command to resume the search"),
+    Command("reproduce", "train a model on a benchmark set over seeds (and folds), beside the "
+            "paper and the peers", _reproduce, MODEL,
+            ("dataset", "data_dir", "runs", "recipe", "folds", "epochs", "seed", "results_dir",
+             "overrides", "batch_size", "learning_rate", "optimizer", "dtype_policy", "peers",
+             "progress") + PREPROCESSING,
+            required=("dataset",),
+            description="Train --runs seeds (every fold, or the first --folds, of a "
+            "cross-validated set) through the trainer and record results/<model>-<dataset>-"
+            "<recipe>.json and a TABLE.md row beside the paper and the peers; resumes.",
+            on_interrupt="rerun the same command to resume"),
+    Command("export", "export a trained classifier as a versioned SavedModel for TF Serving",
+            _export, SOURCE, ("name", "version", "export_dir", "warmup"),
+            description="Export a TextClassifier (a .keras file, or a `keras-posattn train` "
+            "run folder: its classifier.keras or checkpoints/last.keras) to <base>/<name>/"
+            "<version>/ with the serving_default, token_ids and classify signatures, TF "
+            "Serving warm-up requests, and a models.config entry."),
+    Command("attention", "draw a model's attention for some texts as PNG files", _attention,
+            SOURCE + (("texts", {"nargs": "+", "help": "the texts to look at"}),),
+            ("output_dir",),
+            description="Render the attention heat-maps (and pooling weights) of a saved "
+            "classifier (.keras file or training run folder) or of an export (its attention "
+            "signature) for the given texts, as the TensorBoard IMAGES tab shows them."),
+    Command("models", "list zoo models", _models,
+            (("pattern", {"nargs": "?", "default": "*"}),)),
+    Command("datasets", "list the benchmark sets --dataset reads by name", _datasets, (),
+            ("data_dir",)),
+)
+
+
+def build_parser():
+    """The ``keras-posattn`` parser: every command with its options."""
     parser = argparse.ArgumentParser(prog="keras-posattn", description=__doc__.split("\n")[0])
     parser.add_argument("--tf-logs", action="store_true",
                         help="show TensorFlow's own start-up and C++ log lines")
     sub = parser.add_subparsers(dest="command", required=True)
-    _train_parser(sub)
-    _tune_parser(sub)
-    _export_parser(sub)
-    _attention_parser(sub)
-    from keras_posattn import reproduce
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.help, description=command.description)
+        for name, arguments in command.positionals:
+            p.add_argument(name, **arguments)
+        for dest in command.options:
+            OPTIONS[dest].add_to(p, required=dest in command.required)
+        p.set_defaults(handler=command)
+    return parser
 
-    reproduce.add_parser(sub)
-    models = sub.add_parser("models", help="list zoo models")
-    models.add_argument("pattern", nargs="?", default="*")
-    datasets = sub.add_parser("datasets", help="list the benchmark sets --dataset reads by name")
-    datasets.add_argument("--data-dir", help="also say which are present in this folder "
-                          "(default: $KERAS_POSATTN_DATA)")
-    args = parser.parse_args(argv)
+
+def given_options(args):
+    """The options given on the command line, as API keywords (``--set``
+    pairs as one dict)."""
+    command = args.handler
+    given = {dest: getattr(args, dest) for dest in command.options if hasattr(args, dest)}
+    if "overrides" in given:
+        given["overrides"] = dict(given["overrides"])
+    return given
+
+
+#: The errors that mean the user's input is wrong (printed as one line, exit
+#: status 2) rather than a bug (a traceback). Every error class of the project
+#: but ``TrainingError`` is a ``ValueError``.
+USER_ERRORS = (TrainingError, ValueError, FileNotFoundError, FileExistsError, ImportError)
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     if args.tf_logs:
         os.environ[TF_LOGS_VARIABLE] = "1"
     quiet_tensorflow()
-
-    if args.command == "models":
-        from keras_posattn import zoo
-
-        for name in zoo.list_models(args.pattern):
-            print(f"{name:28s} {zoo.get_preset(name).get('description', '')}")
-        return 0
-
-    if args.command == "datasets":
-        return _datasets(args)
-
-    if args.command == "reproduce":
-        return reproduce.main_from_args(args)
-
-    if args.command in ("export", "attention"):
-        try:
-            return (_export if args.command == "export" else _attention)(args)
-        except (FileNotFoundError, FileExistsError, ValueError, TypeError) as e:
-            print(f"keras-posattn: error: {e}", file=sys.stderr)
-            return 2
-
-    from keras_posattn.datasets.readers import DataFormatError
-    from keras_posattn.training.trainer import TrainingError, parse_overrides, train
-
-    if args.command == "tune":
-        from keras_posattn.tuning import tune as run
-    else:
-        run = train
-    kwargs = vars(args).copy()
-    for key in ("command", "tf_logs"):
-        kwargs.pop(key)
     try:
-        kwargs["overrides"] = parse_overrides(kwargs.pop("overrides"))
-        run(kwargs.pop("model"), **kwargs)
-    except (TrainingError, DataFormatError, FileNotFoundError, ImportError, ValueError) as e:
-        print(f"keras-posattn: error: {e}", file=sys.stderr)
+        return args.handler.run(args, given_options(args))
+    except USER_ERRORS as e:
+        message = str(e).splitlines()[0] if str(e) else repr(e)
+        print(f"keras-posattn: error: {message}", file=sys.stderr)
         return 2
-    return 0
+    except KeyboardInterrupt:
+        # Training stops at the end of a batch (training.callbacks.CleanInterrupt).
+        print(f"keras-posattn: interrupted; {args.handler.on_interrupt}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

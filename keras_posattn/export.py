@@ -65,6 +65,8 @@ import os
 import re
 import secrets
 import shutil
+import socket
+import time
 from pathlib import Path
 from typing import Iterable
 
@@ -73,7 +75,9 @@ import numpy as np
 import tensorflow as tf
 
 __all__ = [
+    "CLASSIFY_METHOD",
     "CLASSIFY_SIGNATURE",
+    "ExportedModel",
     "INPUT_KEY",
     "OUTPUT_KEYS",
     "SERVING_SIGNATURE",
@@ -82,6 +86,7 @@ __all__ = [
     "export_saved_model",
     "load_classifier",
     "load_exported",
+    "merged_embedding_model",
     "predict_exported",
     "write_model_config",
 ]
@@ -92,6 +97,8 @@ CLASSIFY_SIGNATURE = "classify"
 ATTENTION_SIGNATURE = "attention"
 INPUT_KEY = "text"
 OUTPUT_KEYS = ("probabilities", "class_id", "label")
+#: TF Serving's method names of a predict and a classify signature.
+PREDICT_METHOD = "tensorflow/serving/predict"
 CLASSIFY_METHOD = "tensorflow/serving/classify"
 #: Batch sizes of the warm-up requests TF Serving replays when it loads a version.
 WARMUP_BATCH_SIZES = (1, 8, 64)
@@ -261,7 +268,8 @@ def export_saved_model(
     archive.track(served.preprocessor)
     _add_endpoints(archive, served, label_names)
 
-    tmp_dir = _make_private_dir(model_dir, f"{_TMP_PREFIX}{version}-")
+    clean_stale_exports(model_dir)
+    tmp_dir = _make_private_dir(model_dir, _tmp_prefix(version))
     try:
         archive.write_out(str(tmp_dir), verbose=False)
         _set_classify_method(tmp_dir)
@@ -277,22 +285,19 @@ def export_saved_model(
     return model_dir / str(version)
 
 
-def serving_classifier(classifier):
-    """The classifier as served: the same model with one embedding table.
+def merged_embedding_model(model):
+    """``model`` with one embedding table, as served.
 
     A model trained with ``trainable_embeddings="oov"`` keeps its frozen
     pretrained rows and its trained OOV rows in two full tables; serving
     needs one. This rebuilds the model from its config with a plain table,
     copies every other layer's weights, and loads the merged rows (the
     model contract's ``model.embedding``). Other models are returned as they
-    are.
+    are. (``benchmarks/bench_reference.py`` times models this way too.)
     """
-    from keras_posattn.models import TextClassifier
-
-    model = classifier.model
     config = model.get_config()
     if config.get("trainable_embeddings") != "oov":
-        return classifier
+        return model
     config["trainable_embeddings"] = "all"
     merged = type(model).from_config(config)
     for layer in model.layers:
@@ -300,6 +305,17 @@ def serving_classifier(classifier):
             continue
         merged.get_layer(layer.name).set_weights(layer.get_weights())
     merged.embedding.embeddings.assign(model.embedding.table())
+    return merged
+
+
+def serving_classifier(classifier):
+    """The classifier as served: its model with one embedding table
+    (``merged_embedding_model``); the classifier itself when nothing merges."""
+    from keras_posattn.models import TextClassifier
+
+    merged = merged_embedding_model(classifier.model)
+    if merged is classifier.model:
+        return classifier
     return TextClassifier(classifier.preprocessor, merged, label_names=classifier.label_names,
                           name=classifier.name)
 
@@ -337,31 +353,78 @@ def load_classifier(path):
     return loaded
 
 
+class ExportedModel:
+    """An exported version folder, read (TensorFlow only): the one place an
+    export is loaded, for ``predict_exported``, ``keras-posattn attention``
+    and ``keras_posattn.serving.ServedModel``.
+
+    Attributes:
+        path: the version folder.
+        loaded: the loaded SavedModel (owner of the variables and tables).
+        signature_defs: ``{name: SignatureDef}`` as written in
+            ``saved_model.pb`` (method names included).
+    """
+
+    def __init__(self, path):
+        from tensorflow.core.protobuf import saved_model_pb2
+
+        self.path = Path(path)
+        saved_model = saved_model_pb2.SavedModel()
+        saved_model.ParseFromString((self.path / "saved_model.pb").read_bytes())
+        self.signature_defs = dict(saved_model.meta_graphs[0].signature_def)
+        self.loaded = tf.saved_model.load(str(self.path))
+
+    def signature(self, name=SERVING_SIGNATURE):
+        """The concrete function of signature ``name``."""
+        if name not in self.loaded.signatures:
+            raise ValueError(f"{self.path}: no signature {name!r}; it has "
+                             f"{', '.join(sorted(self.loaded.signatures))}.")
+        fn = self.loaded.signatures[name]
+        # Keep the loaded object (owner of the variables and lookup tables)
+        # alive for as long as the function is.
+        fn._keras_posattn_loaded = self.loaded
+        return fn
+
+    @property
+    def vocabulary(self):
+        """``assets/vocabulary.txt``: the token of each id (0 = padding)."""
+        return (self.path / "assets" / "vocabulary.txt").read_text(encoding="utf-8").split("\n")
+
+    def predict(self, texts: Iterable[str] | str) -> dict:
+        """``serving_default`` on ``texts`` (a single string is a batch of
+        one): ``{"probabilities": float32 (n, C), "class_id": int64 (n,),
+        "label": str (n,)}``, labels decoded from UTF-8."""
+        texts = [texts] if isinstance(texts, (str, bytes)) else list(texts)
+        outputs = self.signature()(
+            **{INPUT_KEY: tf.constant(texts, dtype=tf.string, shape=[len(texts)])})
+        result = {key: value.numpy() for key, value in outputs.items()}
+        result["label"] = np.array([b.decode("utf-8") for b in result["label"].tolist()],
+                                   dtype=str)
+        return result
+
+    def attention(self, texts):
+        """``(maps, tokens)`` for ``texts`` from the ``attention`` signature:
+        the model's attention maps by name (as ``model.attention_maps``) and
+        each text's tokens."""
+        if ATTENTION_SIGNATURE not in self.loaded.signatures:
+            raise ValueError(f"{self.path}: this export has no attention signature (its model "
+                             "has no attention maps, or it was exported before keras-posattn "
+                             "served them).")
+        outputs = self.signature(ATTENTION_SIGNATURE)(**{INPUT_KEY: tf.constant(list(texts))})
+        vocabulary = self.vocabulary
+        ids = outputs.pop("token_ids").numpy()
+        tokens = [[vocabulary[i] for i in row.reshape(-1) if i != 0] for row in ids]
+        return {attention_name(k): v.numpy() for k, v in outputs.items()}, tokens
+
+
 def load_exported(path, signature=SERVING_SIGNATURE):
     """Load one signature of an exported version folder (TensorFlow only)."""
-    loaded = tf.saved_model.load(str(path))
-    fn = loaded.signatures[signature]
-    # Keep the loaded object (owner of the variables and lookup tables) alive
-    # for as long as the function is.
-    fn._keras_posattn_loaded = loaded
-    return fn
+    return ExportedModel(path).signature(signature)
 
 
 def predict_exported(path, texts: Iterable[str] | str) -> dict:
-    """Run ``serving_default`` on ``texts`` and return numpy arrays.
-
-    Returns ``{"probabilities": float32 (n, C), "class_id": int64 (n,),
-    "label": str (n,)}`` (labels decoded from UTF-8). A single string is a
-    batch of one.
-    """
-    if isinstance(texts, (str, bytes)):
-        texts = [texts]
-    texts = list(texts)
-    fn = load_exported(path)
-    outputs = fn(**{INPUT_KEY: tf.constant(texts, dtype=tf.string, shape=[len(texts)])})
-    result = {key: value.numpy() for key, value in outputs.items()}
-    result["label"] = np.array([b.decode("utf-8") for b in result["label"].tolist()], dtype=str)
-    return result
+    """Run ``serving_default`` on ``texts`` (``ExportedModel.predict``)."""
+    return ExportedModel(path).predict(texts)
 
 
 def write_model_config(base_dir, num_versions=2):
@@ -555,5 +618,42 @@ def _commit(tmp_dir, final_dir, model_dir, version):
         os.rename(tmp_dir, final_dir)
     except OSError as err:
         if err.errno in (errno.EEXIST, errno.ENOTEMPTY):
-            raise FileExistsError(f"version {version} already exists in {model_dir}.") from err
+            raise FileExistsError(
+                f"version {version} of {model_dir} was written by another export meanwhile; "
+                "export again for the next version.") from err
         raise
+
+
+def _host_tag():
+    """This machine's name as export temporary folders spell it."""
+    return re.sub(r"[^A-Za-z0-9_.]+", "_", socket.gethostname())
+
+
+def _tmp_prefix(version):
+    """``.tmp-<version>-<host>-<pid>-``: an export's temporary folder names
+    the process writing it, so a killed export's leftovers can be told from
+    a running one's."""
+    return f"{_TMP_PREFIX}{version}-{_host_tag()}-{os.getpid()}-"
+
+
+def clean_stale_exports(model_dir):
+    """Remove the temporary folders of killed exports in ``model_dir`` (a
+    writer on this host that no longer runs) and report, with a warning,
+    those whose writer cannot be told (older names, another host's, over a
+    day old). Returns the folders removed."""
+    import warnings
+
+    from keras_posattn.utils import process_alive
+
+    removed = []
+    for entry in sorted(Path(model_dir).glob(f"{_TMP_PREFIX}*")):
+        match = re.fullmatch(rf"{re.escape(_TMP_PREFIX)}\d+-(.+)-(\d+)-[0-9a-f]+", entry.name)
+        here = match is not None and match.group(1) == _host_tag()
+        if here and not process_alive(int(match.group(2))):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+            print(f"Removed {entry}: left by a killed export (pid {match.group(2)}).", flush=True)
+        elif not here or time.time() - entry.stat().st_mtime > 86400:
+            warnings.warn(f"{entry} looks like an unfinished export of another process; "
+                          "remove it if no export is running.", stacklevel=2)
+    return removed

@@ -71,13 +71,20 @@ def families():
     return dict(_FAMILIES)
 
 
+def constructor_defaults(cls):
+    """A family class's constructor arguments, in order: name -> default
+    (``inspect.Parameter.empty`` for an argument without one). The one place
+    the zoo reads a constructor's signature."""
+    params = inspect.signature(cls.__init__).parameters
+    return {
+        n: p.default for n, p in params.items()
+        if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    }
+
+
 def builder_arguments(cls):
     """Constructor argument names of a family class."""
-    params = inspect.signature(cls.__init__).parameters
-    return [
-        n for n, p in params.items()
-        if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-    ]
+    return list(constructor_defaults(cls))
 
 
 @functools.lru_cache(maxsize=None)

@@ -61,16 +61,11 @@ def _paper_number(model_name, dataset):
 
 
 def resolve_recipe(model_name, recipe=None, embeddings=None):
-    """The recipe the trainer uses on a named set: ``recipe``, else ``"50d"``
-    on the 50d GloVe vectors for a preset with a ``glove50d`` table, else
-    ``"paper"`` (as ``trainer._train`` decides)."""
-    from keras_posattn import zoo
+    """The recipe a reproduction trains with: ``recipe``, else the trainer's
+    default on a named set (``settings.default_recipe_name``)."""
+    from keras_posattn.training.settings import default_recipe_name
 
-    if recipe is not None:
-        return recipe
-    preset = zoo.get_preset(model_name)
-    vectors = embeddings or preset.get("recipe", {}).get("embeddings")
-    return "50d" if ("glove50d" in preset and vectors == "glove-6b-50d") else "paper"
+    return recipe or default_recipe_name(model_name, demo=False, embeddings=embeddings)
 
 
 def _units(runs, fold_list):
@@ -194,6 +189,113 @@ def _eta(seconds):
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
+class _Record:
+    """``<results_dir>/<model>-<dataset>-<recipe>.json`` and its TABLE.md row,
+    rewritten whole after every unit."""
+
+    def __init__(self, results_dir, model_name, dataset, label, settings, command):
+        self.results_dir = Path(results_dir)
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        stem = f"{model_name}-{dataset.replace(':', '_')}-{label}"
+        self.path = self.results_dir / f"{stem}.json"
+        self.runs_dir = self.results_dir / "runs" / stem
+        record = None
+        if self.path.exists():
+            record = json.loads(self.path.read_text())
+            old = record.get("settings") or {}
+            fixed = {k: v for k, v in settings.items() if k not in _EXTENSIBLE}
+            if {k: old.get(k) for k in fixed} != fixed:
+                raise ReproduceError(
+                    f"{self.path} holds a reproduction with other settings ({old}); "
+                    "move it away or use another --results-dir.")
+            record["settings"] = settings
+        if record is None:
+            record = {"model": model_name, "dataset": dataset, "recipe": label,
+                      "settings": settings, "paper": _paper_number(model_name, dataset),
+                      "units": {}, "peers": {}}
+        record["command"] = command or " ".join(sys.argv)
+        record["versions"] = _versions()
+        self.record = record
+
+    def save(self):
+        self.record["summary"] = _summary(self.record)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(self.record, indent=2, default=str))
+        tmp.replace(self.path)  # never a half-written record
+        _write_table(self.results_dir, self.record)
+
+
+def _where(run, fold):
+    return f"run {run}" + ("" if fold is None else f" fold {fold}")
+
+
+def _train_unit(model_name, dataset, data_dir, run, fold, seed, label, epochs, output_dir,
+                progress, train_kwargs):
+    """Train one unit through the trainer (resuming a unit cut short);
+    ``(its entry in the record, the trainer's record)``."""
+    from keras_posattn.training import trainer
+    from keras_posattn.training.run_folder import RunFolder
+
+    interrupted = RunFolder(output_dir).interrupted()
+    if progress and interrupted:
+        print(f"[reproduce] {output_dir.name}: resuming from the checkpoint in "
+              f"{output_dir / 'backup'}", file=sys.stderr, flush=True)
+    started = time.time()
+    result = trainer.train(
+        model_name, dataset=dataset, data_dir=data_dir, fold=fold, seed=seed, recipe=label,
+        epochs=epochs, output_dir=output_dir, export=False, resume=interrupted,
+        overwrite=not interrupted, verbose=(2 if progress else 0), **train_kwargs)
+    history = result.history or {}
+    unit = {
+        "run": run, "fold": fold, "seed": seed, "accuracy": result.test_accuracy,
+        "bag_of_words": result.baseline_accuracy, "epochs": result.epochs_run,
+        "seconds": round(time.time() - started, 1),
+        "best_val_accuracy": max(history.get("val_accuracy") or [float("nan")]),
+        "resumed": interrupted,
+        "dtype_policy": result.record.get("dtype_policy"),
+    }
+    return unit, result.record
+
+
+def _measure_peers(book, units, dataset, data_dir, seed, progress):
+    """The peers on each finished unit's own split (its seed fixes the folds
+    and the held-out dev split) and with its seed for fastText; train split
+    only. A record that holds them per split (an older layout) is left as
+    it is."""
+    from keras_posattn import peers as peers_lib
+    from keras_posattn.datasets import catalog
+
+    record = book.record
+    if any(not _is_unit_key(key) for key in record["peers"]):
+        return
+    for run, fold, key in units:
+        if key in record["units"] and key not in record["peers"]:
+            unit_seed = int(seed) + run
+            splits = catalog.load_dataset(dataset, data_dir, fold=fold, seed=unit_seed)
+            started = time.time()
+            record["peers"][key] = peers_lib.peer_accuracies(splits, seed=unit_seed)
+            book.save()
+            if progress:
+                values = record["peers"][key]
+                print(f"[peers] {_where(run, fold)}: TF-IDF + LR {values['tfidf_lr']:.4f}, "
+                      f"fastText {values['fasttext']:.4f} ({time.time() - started:.0f} s)",
+                      file=sys.stderr, flush=True)
+
+
+def _check_arguments(model_name, recipe, runs):
+    from keras_posattn import zoo
+    from keras_posattn.training.settings import RECIPES
+    from keras_posattn.training.settings import check_number
+
+    try:
+        zoo.get_preset(model_name)
+    except (KeyError, ValueError) as e:
+        raise ReproduceError(str(e).strip("'\"")) from None
+    if recipe is not None and recipe not in RECIPES:
+        raise ReproduceError(f"Unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}.")
+    check_number("runs", runs, 1)
+
+
 def reproduce(model_name, dataset, runs=3, recipe=None, folds=None, data_dir=None,
               results_dir="results", epochs=None, seed=1234, peers=True, progress=True,
               command=None, **train_kwargs):
@@ -214,186 +316,40 @@ def reproduce(model_name, dataset, runs=3, recipe=None, folds=None, data_dir=Non
         peers: also measure TF-IDF + LR and fastText on each unit's split.
         progress: a line per unit on stderr (and Keras' epoch lines).
         command: the command line to record (default ``sys.argv``).
-        **train_kwargs: passed to ``trainer.train`` (e.g. ``overrides``,
-            ``embeddings``, ``max_length``, ``phrases``).
+        **train_kwargs: other options of ``trainer.train`` (e.g.
+            ``overrides``, ``embeddings``, ``max_length``, ``phrases``).
 
     Returns:
         The record written to the JSON file.
     """
-    from keras_posattn import zoo
-    from keras_posattn.datasets import catalog
-    from keras_posattn.training import trainer
-
-    try:
-        zoo.get_preset(model_name)
-    except (KeyError, ValueError) as e:
-        raise ReproduceError(str(e).strip("'\"")) from None
-    if recipe is not None and recipe not in trainer.RECIPES:
-        raise ReproduceError(f"Unknown recipe {recipe!r}; choose one of "
-                             f"{', '.join(trainer.RECIPES)}.")
-    if int(runs) < 1:
-        raise ReproduceError(f"runs must be >= 1, got {runs}.")
+    _check_arguments(model_name, recipe, runs)
     fold_list = _fold_list(dataset, folds)
     runs = int(runs)
     label = resolve_recipe(model_name, recipe, train_kwargs.get("embeddings"))
-
-    results_dir = Path(results_dir)
-    results_dir.mkdir(parents=True, exist_ok=True)
-    path = results_dir / f"{model_name}-{dataset.replace(':', '_')}-{label}.json"
     settings = json.loads(json.dumps(
         {"runs": runs, "folds": fold_list, "epochs": epochs, "seed": int(seed),
          "train_kwargs": {k: v for k, v in sorted(train_kwargs.items())}}, default=str))
-    record = None
-    if path.exists():
-        record = json.loads(path.read_text())
-        old = record.get("settings") or {}
-        fixed = {k: v for k, v in settings.items() if k not in _EXTENSIBLE}
-        if {k: old.get(k) for k in fixed} != fixed:
-            raise ReproduceError(
-                f"{path} holds a reproduction with other settings ({old}); "
-                "move it away or use another --results-dir.")
-        record["settings"] = settings
-    if record is None:
-        record = {"model": model_name, "dataset": dataset, "recipe": label,
-                  "settings": settings, "paper": _paper_number(model_name, dataset),
-                  "units": {}, "peers": {}}
-    record["command"] = command or " ".join(sys.argv)
-    record["versions"] = _versions()
-
-    def save():
-        record["summary"] = _summary(record)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(record, indent=2, default=str))
-        tmp.replace(path)  # never a half-written record
-        _write_table(results_dir, record)
-
-    runs_dir = results_dir / "runs" / f"{model_name}-{dataset.replace(':', '_')}-{label}"
+    book = _Record(results_dir, model_name, dataset, label, settings, command)
+    record = book.record
     units = list(_units(runs, fold_list))
     todo = [u for u in units if u[2] not in record["units"]]
     total, done_before = len(units), len(units) - len(todo)
     if progress and done_before:
-        print(f"[reproduce] {path}: {done_before} of {total} units done; resuming.",
+        print(f"[reproduce] {book.path}: {done_before} of {total} units done; resuming.",
               file=sys.stderr, flush=True)
     started = time.time()
     for count, (run, fold, key) in enumerate(todo, start=1):
-        unit_seed = int(seed) + run
-        output_dir = runs_dir / key
-        interrupted = (output_dir / "backup").exists()
-        if progress and interrupted:
-            print(f"[reproduce] {key}: resuming from the checkpoint in {output_dir / 'backup'}",
-                  file=sys.stderr, flush=True)
-        unit_start = time.time()
-        result = trainer.train(
-            model_name, dataset=dataset, data_dir=data_dir, fold=fold, seed=unit_seed,
-            recipe=label, epochs=epochs, output_dir=output_dir, export=False,
-            resume=interrupted, overwrite=not interrupted,
-            verbose=(2 if progress else 0), **train_kwargs)
-        summary = json.loads((output_dir / "result.json").read_text())
+        unit, summary = _train_unit(model_name, dataset, data_dir, run, fold, int(seed) + run,
+                                    label, epochs, book.runs_dir / key, progress, train_kwargs)
         record["vectors"] = summary.get("embeddings")
         record["recipe_used"] = summary.get("recipe_name")
-        history = result.history or {}
-        record["units"][key] = {
-            "run": run, "fold": fold, "seed": unit_seed, "accuracy": result.test_accuracy,
-            "bag_of_words": result.baseline_accuracy, "epochs": result.epochs_run,
-            "seconds": round(time.time() - unit_start, 1),
-            "best_val_accuracy": max(history.get("val_accuracy") or [float("nan")]),
-            "resumed": interrupted,
-            "dtype_policy": summary.get("dtype_policy"),
-        }
-        save()
+        record["units"][key] = unit
+        book.save()
         if progress:
-            elapsed = time.time() - started
-            eta = elapsed / count * (len(todo) - count)
-            where = f"run {run}" + ("" if fold is None else f" fold {fold}")
-            print(f"[{done_before + count}/{total}] {where}: {result.test_accuracy:.4f} "
-                  f"({record['units'][key]['seconds']:.0f} s, ETA {_eta(eta)})",
-                  file=sys.stderr, flush=True)
-
-    legacy = any(not _is_unit_key(key) for key in record["peers"])
-    if peers and not legacy:
-        # The peers on each unit's own split (its seed fixes the folds and the
-        # held-out dev split) and with its seed for fastText. Train split only.
-        from keras_posattn import peers as peers_lib
-
-        for run, fold, key in units:
-            if key in record["units"] and key not in record["peers"]:
-                unit_seed = int(seed) + run
-                splits = catalog.load_dataset(dataset, data_dir, fold=fold, seed=unit_seed)
-                peer_start = time.time()
-                record["peers"][key] = peers_lib.peer_accuracies(splits, seed=unit_seed)
-                save()
-                if progress:
-                    values = record["peers"][key]
-                    where = f"run {run}" + ("" if fold is None else f" fold {fold}")
-                    print(f"[peers] {where}: TF-IDF + LR {values['tfidf_lr']:.4f}, fastText "
-                          f"{values['fasttext']:.4f} ({time.time() - peer_start:.0f} s)",
-                          file=sys.stderr, flush=True)
-    save()
+            eta = (time.time() - started) / count * (len(todo) - count)
+            print(f"[{done_before + count}/{total}] {_where(run, fold)}: {unit['accuracy']:.4f} "
+                  f"({unit['seconds']:.0f} s, ETA {_eta(eta)})", file=sys.stderr, flush=True)
+    if peers:
+        _measure_peers(book, units, dataset, data_dir, seed, progress)
+    book.save()
     return record
-
-
-def add_parser(subparsers):
-    """The ``reproduce`` subcommand."""
-    p = subparsers.add_parser(
-        "reproduce", help="train a model on a benchmark set over seeds (and folds), beside "
-                          "the paper and the peers",
-        description=__doc__.split("\n\n")[1])
-    p.add_argument("model", help="zoo model name")
-    p.add_argument("--dataset", required=True, help="benchmark set by name (keras-posattn "
-                   "datasets)")
-    p.add_argument("--data-dir", help="folder of the named sets (default: $KERAS_POSATTN_DATA)")
-    p.add_argument("--runs", type=int, default=3, help="runs (seeds seed, seed+1, ...)")
-    p.add_argument("--recipe", choices=("paper", "50d"),
-                   help="the paper's protocol or the preset's 50d settings (default: as train)")
-    p.add_argument("--folds", type=int, help="first K folds of a cross-validated set")
-    p.add_argument("--epochs", type=int, help="override the recipe's epochs")
-    p.add_argument("--seed", type=int, default=1234, help="the first run's seed")
-    p.add_argument("--results-dir", default="results")
-    p.add_argument("--embeddings", help="'glove-6b-50d', a vectors file or 'none' "
-                   "(default: the recipe's)")
-    p.add_argument("--phrases", action="store_true", help="train on SST's phrases")
-    p.add_argument("--max-length", type=int)
-    p.add_argument("--max-tokens", type=int)
-    p.add_argument("--max-sentences", type=int, help="sentences per document (hierarchical "
-                   "models)")
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--dtype-policy", help="e.g. mixed_bfloat16 or float32 (default: the "
-                   "recipe's)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="model constructor argument (repeatable)")
-    p.add_argument("--no-peers", dest="peers", action="store_false",
-                   help="do not measure TF-IDF + LR and fastText")
-    p.add_argument("--quiet", dest="progress", action="store_false")
-    return p
-
-
-def main_from_args(args):
-    """Run ``reproduce`` from parsed arguments; an exit code."""
-    from keras_posattn.datasets.catalog import DatasetError
-    from keras_posattn.datasets.readers import DataFormatError
-    from keras_posattn.training.trainer import TrainingError, parse_overrides
-
-    kwargs = {}
-    if getattr(args, "phrases", False):
-        kwargs["phrases"] = True
-    for key in ("embeddings", "max_length", "max_tokens", "max_sentences", "batch_size",
-                "dtype_policy"):
-        if getattr(args, key, None) is not None:
-            kwargs[key] = getattr(args, key)
-    try:
-        overrides = parse_overrides(args.overrides)
-        if overrides:
-            kwargs["overrides"] = overrides
-        record = reproduce(args.model, args.dataset, runs=args.runs, recipe=args.recipe,
-                           folds=args.folds, data_dir=args.data_dir,
-                           results_dir=args.results_dir, epochs=args.epochs, seed=args.seed,
-                           peers=args.peers, progress=args.progress,
-                           command="keras-posattn " + " ".join(sys.argv[1:]), **kwargs)
-    except (ReproduceError, TrainingError, DatasetError, DataFormatError, ImportError,
-            FileNotFoundError) as e:
-        print(f"keras-posattn: error: {str(e).splitlines()[0] if str(e) else e!r}",
-              file=sys.stderr)
-        return 2
-    row = _table_row(record)
-    print(TABLE_HEADER + (row or ""), end="")
-    return 0

@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["ServedModel", "ServingError"]
+from keras_posattn.export import CLASSIFY_METHOD
+from keras_posattn.export import SERVING_SIGNATURE as DEFAULT_SIGNATURE
+from keras_posattn.export import ExportedModel
 
-DEFAULT_SIGNATURE = "serving_default"
-PREDICT_METHOD = "tensorflow/serving/predict"
-CLASSIFY_METHOD = "tensorflow/serving/classify"
+__all__ = ["ServedModel", "ServingError"]
 
 
 class ServingError(ValueError):
@@ -47,15 +47,11 @@ class ServedModel:
     """
 
     def __init__(self, path, name=None):
-        from tensorflow.core.protobuf import saved_model_pb2
-
         self.path = Path(path)
         self.version = int(self.path.name)
         self.name = name or self.path.parent.name
-        saved_model = saved_model_pb2.SavedModel()
-        saved_model.ParseFromString((self.path / "saved_model.pb").read_bytes())
-        self.signature_defs = dict(saved_model.meta_graphs[0].signature_def)
-        self._loaded = tf.saved_model.load(str(self.path))
+        self.export = ExportedModel(self.path)
+        self.signature_defs = self.export.signature_defs
 
     # --- gRPC protos ---------------------------------------------------------
 
@@ -102,7 +98,7 @@ class ServedModel:
                         f"Expects arg[{key}] to be {expected.name} but {tensor.dtype.name} is provided"
                     )
             feed[key] = tensor
-        outputs = self._loaded.signatures[name](**feed)
+        outputs = self.export.signature(name)(**feed)
         for key in output_filter:
             if key not in outputs:
                 raise ServingError(f"output tensor alias not found in signature: {key}")

@@ -49,3 +49,19 @@ def native_bfloat16(cpuinfo="/proc/cpuinfo"):
         if re.search(rf"\b{flag}\b", text):
             return f"CPU flag {flag}"
     return None
+
+
+def process_alive(pid):
+    """Whether process ``pid`` runs on this machine (a process of another
+    user counts: it exists)."""
+    import os
+
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, ValueError):
+        return False
+    return True

@@ -82,6 +82,17 @@ def pad_inputs(inputs, extra):
     return np.pad(inputs, widths).astype(inputs.dtype)
 
 
+def one_document(ids):
+    """One document's token ids (sentences, words) with no padding but its
+    sentences' own: its sentences with words, as wide as its longest, as a
+    batch of one (1, S, W); a document without words is one empty sentence."""
+    rows = [row for row in np.asarray(ids) if (row != 0).any()]
+    if not rows:
+        return np.zeros((1, 1, 1), "int32")
+    width = max(int(np.flatnonzero(row).max()) + 1 for row in rows)
+    return np.stack([row[:width] for row in rows])[None].astype("int32")
+
+
 def to_numpy(x):
     return keras.ops.convert_to_numpy(x)
 

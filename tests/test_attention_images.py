@@ -1,4 +1,5 @@
-"""Tests for keras_posattn.training.attention_images."""
+"""Tests for keras_posattn.training.attention_images (rendering) and its
+TensorBoard callback, keras_posattn.training.callbacks.AttentionImages."""
 
 import glob
 import os
@@ -9,10 +10,10 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator
 
 from keras_posattn.training.attention_images import (
-    AttentionImages,
     render_attention_heatmap,
     render_weights_over_tokens,
 )
+from keras_posattn.training.callbacks import AttentionImages
 
 TOKENS = ["the", "movie", "was", "really", "good"]
 

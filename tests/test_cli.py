@@ -108,6 +108,9 @@ def test_saved_classifier_and_export_agree(demo_run, tmp_path):
     assert got["label"] == [synthetic.LABEL_NAMES[i] for i in reference.argmax(-1)]
 
 
+@pytest.mark.slow  # test_run.py trains on files (data path, labels.txt), test_standardize_...
+#                   below passes --standardize, test_export.py has versions grow, and
+#                   test_run_folder.py --overwrite
 def test_train_on_files_and_export_next_version(tmp_path):
     task = synthetic.generate_position_task(num_train=200, num_test=60, seed=7)
     train_path, test_path = synthetic.write_tsv(task, tmp_path / "data")
@@ -141,6 +144,8 @@ class _Interrupt(keras.callbacks.Callback):
             raise KeyboardInterrupt("simulated interruption")
 
 
+@pytest.mark.slow  # test_run.py's Ctrl-C test interrupts and resumes a run (whole history),
+#                   test_run_folder.py refuses interrupted and finished folders
 def test_interrupted_run_resumes_from_checkpoint(tmp_path):
     task = synthetic.generate_position_task(num_train=200, num_test=60, seed=3)
     train_path, test_path = synthetic.write_tsv(task, tmp_path / "data")
@@ -159,8 +164,13 @@ def test_interrupted_run_resumes_from_checkpoint(tmp_path):
         trainer.train("mpsan", **kwargs)
 
     result = trainer.train("mpsan", resume=True, **kwargs)
-    assert result.epochs_run == 1  # epochs 1 and 2 (0-based 0, 1) were done
+    # Epochs 0 and 1 were done before the interruption, epoch 2 after: the
+    # run's history holds all three.
+    assert result.epochs_run == 3 and len(result.history["loss"]) == 3
     assert not (tmp_path / "run" / "backup").exists()
+    # A finished run is work too: a plain rerun refuses to replace it.
+    with pytest.raises(trainer.TrainingError, match="finished run"):
+        trainer.train("mpsan", **kwargs)
 
 
 def test_unknown_model_lists_close_matches(capsys):
@@ -318,3 +328,62 @@ def test_dataset_errors_are_one_line(tmp_path, capsys):
     assert "alternatives" in capsys.readouterr().err
     assert cli.main(["datasets", "--data-dir", str(tmp_path)]) == 0
     assert "sst5" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--epochs", "0"], "--epochs must be a whole number >= 1, got 0."),
+    (["--batch-size", "0"], "--batch-size must be a whole number >= 1, got 0."),
+    (["--learning-rate", "-0.1"], "--learning-rate must be a number > 0, got -0.1."),
+    (["--learning-rate", "nan"], "--learning-rate must be a number > 0, got nan."),
+    (["--max-length", "0"], "--max-length must be a whole number >= 1, got 0."),
+    (["--max-tokens", "2"], "--max-tokens must be a whole number >= 3, got 2."),
+    (["--set", "num_heads=abc"], 'num_heads takes a whole number (default 6), got str "abc".'),
+    (["--set", "dropout=[0.1]"], "dropout takes a number (default 0.1), got list [0.1]."),
+    (["--set", "ff_dim=true"], "ff_dim takes a whole number (default 600), got bool true."),
+])
+def test_bad_values_are_one_line_errors_before_anything_is_written(argv, message, tmp_path,
+                                                                   capsys):
+    assert cli.main(["train", "transformer", "--output-dir", str(tmp_path / "run"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["reproduce", "kim_cnn_static", "--dataset", "trec", "--runs", "0"], "--runs must be"),
+    (["tune", "mpsan", "--max-trials", "0"], "--max-trials must be"),
+    (["tune", "mpsan", "--epochs", "0"], "--epochs must be"),
+    (["tune", "mpsan", "--best-epochs", "0"], "--best-epochs must be"),
+])
+def test_bad_values_of_tune_and_reproduce(argv, message, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_api_checks_the_same_ranges():
+    with pytest.raises(trainer.TrainingError, match="--batch-size must be"):
+        trainer.train("mpsan", batch_size=0)
+    with pytest.raises(trainer.TrainingError, match="--epochs must be a whole number"):
+        trainer.train("mpsan", epochs=2.5)
+    with pytest.raises(trainer.TrainingError, match="num_heads takes a whole number"):
+        trainer.train("transformer", overrides={"num_heads": "abc"})
+
+
+@pytest.mark.parametrize("command, hint", [
+    (["train", "mpsan"], "interrupted; rerun with --resume"),
+    (["reproduce", "mpsan", "--dataset", "trec"], "interrupted; rerun the same command"),
+])
+def test_ctrl_c_is_one_line_and_exit_status_130(command, hint, monkeypatch, capsys):
+    """The trainer stops at a clean point with KeyboardInterrupt
+    (test_run.py); the command line says what to do next, no traceback."""
+    from keras_posattn import reproduce
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer, "train", interrupted)
+    monkeypatch.setattr(reproduce, "reproduce", interrupted)
+    assert cli.main(command) == 130
+    err = capsys.readouterr().err
+    assert err.startswith(f"keras-posattn: {hint}") and len(err.strip().splitlines()) == 1

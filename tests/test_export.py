@@ -207,3 +207,44 @@ def test_predict_exported_in_process(tiny, exported):
     assert list(out["label"]) == [LABELS[i] for i in out["class_id"]]
     single = export.predict_exported(exported, "the movie was great")
     assert single["probabilities"].shape == (1, len(LABELS))
+
+
+def test_a_killed_exports_temporary_folder_is_cleaned_or_reported(tiny, tmp_path, capsys):
+    """A killed export leaves ``.tmp-<version>-<host>-<pid>-<hex>``: the next
+    export removes it when that process is gone from this host, and warns
+    about one it cannot tell (another host's, or an older name)."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    model_dir = tmp_path / "models" / "clf"
+    killed = model_dir / f".tmp-1-{export._host_tag()}-{gone.pid}-0123abcd"
+    other_host = model_dir / f".tmp-1-elsewhere-{os.getpid()}-0123abcd"
+    older = model_dir / ".tmp-1-0123abcd"
+    for folder in (killed, other_host, older):
+        (folder / "variables").mkdir(parents=True)
+    with pytest.warns(UserWarning, match="unfinished export of another process") as warned:
+        path = export.export_saved_model(tiny, "clf", base_dir=tmp_path / "models")
+    assert path.name == "1" and not killed.exists()
+    assert f"left by a killed export (pid {gone.pid})" in capsys.readouterr().out
+    assert older.exists() and {str(older)} <= {str(w.message).split(" ")[0] for w in warned}
+
+
+def test_a_concurrent_export_taking_the_version_is_one_line(tiny, tmp_path, monkeypatch, capsys):
+    """Two exports racing for a version: the loser's rename fails; the
+    command line says so in one line (exit status 2) and leaves no version
+    half-written."""
+    import errno
+
+    from keras_posattn import cli
+
+    source = tmp_path / "clf.keras"
+    tiny.save(source)
+
+    def taken(src, dst):
+        raise OSError(errno.ENOTEMPTY, "Directory not empty", str(dst))
+
+    monkeypatch.setattr(export.os, "rename", taken)
+    assert cli.main(["export", str(source), "--name", "clf", "--base", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "written by another export meanwhile; export again" in err
+    assert len(err.strip().splitlines()) == 1
+    assert [p.name for p in (tmp_path / "m" / "clf").iterdir()] == []

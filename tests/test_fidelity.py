@@ -9,6 +9,7 @@ import keras
 from keras_posattn import registry
 from keras_posattn import zoo
 from keras_posattn.training import trainer
+from keras_posattn.training.recipe import Recipe
 
 STATIC = ("kim_cnn_static", "spe_cnn_table3_singlecnn_static")
 
@@ -64,7 +65,7 @@ def test_singlecnn_static_rows_stay_glove_after_a_50d_epoch(tmp_path):
     train, vectors = _write_task(tmp_path)
     trainer.train("spe_cnn_table3_singlecnn_static", train_path=str(train),
                   embeddings=str(vectors), recipe="50d", epochs=1, export=False,
-                  output_dir=str(tmp_path / "run"), verbose=0, demo_size=None)
+                  output_dir=str(tmp_path / "run"), verbose=0)
     classifier = keras.saving.load_model(tmp_path / "run" / "classifier.keras")
     pre, model = classifier.preprocessor, classifier.model
     table = {line.split()[0]: np.array(line.split()[1:], np.float32)
@@ -122,7 +123,7 @@ def test_cspan_50d_recipe_keeps_the_kernel_only_l2():
 
 
 def test_coupled_decay_adds_to_a_weights_own_l2():
-    recipe = trainer.Recipe(coupled_weight_decay=0.2)
+    recipe = Recipe(coupled_weight_decay=0.2)
     layer = keras.layers.Dense(2, kernel_regularizer=keras.regularizers.L2(0.3))
     model = keras.Sequential([keras.Input((3,)), layer])
     recipe.apply_coupled_weight_decay(model)
@@ -138,7 +139,12 @@ def test_epn_paper_recipe_keeps_the_top_30000_words_and_epsilon(tmp_path):
     small = trainer.Settings(**{**vars(settings),
                                 "recipe": settings.recipe.replace(max_tokens=5)})
     train, _ = _write_task(tmp_path)
-    data = trainer.prepare_data(small, train_path=str(train), embeddings="none")
+
+    def options(**more):
+        return trainer.RunOptions(model_name="epn", train_path=str(train), embeddings="none",
+                                  **more)
+
+    data = trainer.prepare_data(small, options())
     assert data.preprocessor.vocabulary_size == 5
-    data = trainer.prepare_data(small, train_path=str(train), embeddings="none", max_tokens=7)
+    data = trainer.prepare_data(small, options(max_tokens=7))
     assert data.preprocessor.vocabulary_size == 7

@@ -1,5 +1,8 @@
-"""Recipes: the mixed_bfloat16 speed setting and the hardware check behind it."""
+"""Recipes: the mixed_bfloat16 speed setting and the hardware check behind
+it; every optimizer option reaching the Keras optimizer; the learning-rate
+steps and the model selection at their boundaries."""
 
+import numpy as np
 import pytest
 
 from keras_posattn import utils
@@ -80,3 +83,113 @@ def test_spe_cnn_50d_recipe_opts_into_bfloat16_and_its_paper_recipe_does_not(mon
                             recipe_name="paper").recipe.dtype_policy()[0] is None
     assert resolve_settings("spe_cnn", demo=True,
                             recipe_name="50d").recipe.dtype_policy()[0] is None
+
+
+# --- the optimizer: every recipe option reaches it ----------------------------------
+
+#: (recipe field, value, optimizer, {attribute of the Keras optimizer: value}).
+#: One line per option; a new recipe option (e.g. Adam's epsilon) is one more.
+OPTIMIZER_OPTIONS = [
+    ("ema", 0.99, "adam", {"use_ema": True, "ema_momentum": 0.99}),
+    ("ema", 0.999, "adadelta", {"use_ema": True, "ema_momentum": 0.999}),
+    ("clipnorm", 1.5, "adam", {"clipnorm": 1.5}),
+    ("weight_decay", 0.01, "adamw", {"weight_decay": 0.01}),
+    ("weight_decay", 0.001, "sgd", {"weight_decay": 0.001}),
+    ("beta_2", 0.99, "adam", {"beta_2": 0.99}),
+    ("beta_2", 0.98, "adamw", {"beta_2": 0.98}),
+    ("learning_rate", 0.25, "adadelta", {"learning_rate": 0.25}),
+    ("epsilon", 1e-8, "adam", {"epsilon": 1e-8}),
+    ("epsilon", 1e-6, "adadelta", {"epsilon": 1e-6}),
+]
+
+
+def _value(optimizer, attribute):
+    import keras
+
+    value = getattr(optimizer, attribute)
+    return value if isinstance(value, (bool, str)) else float(keras.ops.convert_to_numpy(value))
+
+
+@pytest.mark.parametrize("field, value, optimizer, expected", OPTIMIZER_OPTIONS,
+                         ids=[f"{o[0]}-{o[2]}" for o in OPTIMIZER_OPTIONS])
+def test_each_optimizer_option_reaches_the_optimizer(field, value, optimizer, expected):
+    made = Recipe.from_dict({"optimizer": optimizer, field: value}).make_optimizer()
+    assert type(made).__name__.lower() == optimizer
+    for attribute, wanted in expected.items():
+        assert _value(made, attribute) == pytest.approx(wanted), attribute
+
+
+def test_options_left_out_keep_keras_defaults():
+    import keras
+
+    made = Recipe.from_dict({"optimizer": "adam"}).make_optimizer()
+    stock = keras.optimizers.Adam()
+    assert not made.use_ema and made.clipnorm is None
+    for attribute in ("beta_1", "beta_2", "epsilon"):
+        assert getattr(made, attribute) == getattr(stock, attribute)
+    assert not Recipe.from_dict({"ema": 0.0}).make_optimizer().use_ema  # 0 means none
+
+
+# --- the recipe's callbacks at their boundaries -----------------------------------
+
+
+def _tiny_model():
+    import keras
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(1.0), loss="mse")
+    return model
+
+
+def test_learning_rate_milestones_are_0_based_epochs():
+    """lr_decay_epochs = [2, 4] (PyTorch's MultiStepLR milestones): epochs 0
+    and 1 at the base rate, 2 and 3 at factor x base, 4 on at factor^2."""
+    import keras
+
+    recipe = Recipe.from_dict({"optimizer": "sgd", "learning_rate": 1.0,
+                               "lr_decay_epochs": [4, 2], "lr_decay_factor": 0.1})
+    model = _tiny_model()
+    rates = []
+    seen = keras.callbacks.LambdaCallback(on_epoch_begin=lambda epoch, logs: rates.append(
+        float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))))
+    model.fit(np.zeros((4, 2)), np.zeros((4, 1)), epochs=6, verbose=0,
+              callbacks=[*recipe.callbacks(), seen])
+    assert rates == pytest.approx([1.0, 1.0, 0.1, 0.1, 0.01, 0.01])
+    assert Recipe.from_dict({}).callbacks() == []
+
+
+def _run_selection(recipe, val_accuracy, val_loss=None):
+    """Drive the recipe's selection callback over epochs whose weights are
+    the epoch's number; ``(weights kept, epochs run)``."""
+    model = _tiny_model()
+    (callback,) = recipe.callbacks()
+    callback.set_model(model)
+    callback.on_train_begin()
+    epochs = 0
+    for epoch, accuracy in enumerate(val_accuracy):
+        model.set_weights([np.full((2, 1), float(epoch)), np.zeros(1)])
+        loss = (val_loss or [1.0 - a for a in val_accuracy])[epoch]
+        callback.on_epoch_end(epoch, {"val_accuracy": accuracy, "val_loss": loss})
+        epochs += 1
+        if model.stop_training:
+            break
+    callback.on_train_end()
+    return float(model.get_weights()[0][0, 0]), epochs
+
+
+def test_select_best_keeps_the_first_epoch_of_highest_dev_accuracy():
+    recipe = Recipe.from_dict({"select_best": True, "epochs": 6})
+    # Accuracy, not loss: the loss is lowest at epoch 4, the accuracy highest at 1 and 3.
+    kept, epochs = _run_selection(recipe, [0.5, 0.8, 0.7, 0.8, 0.6, 0.4],
+                                  val_loss=[0.9, 0.5, 0.6, 0.5, 0.1, 0.7])
+    assert (kept, epochs) == (1.0, 6)  # every epoch runs
+    assert Recipe.from_dict({}).selection_callback() is None  # the last epoch's weights
+
+
+def test_early_stopping_patience_boundary():
+    """early_stopping = 2: training stops when two epochs in a row have not
+    beaten the best dev accuracy, and keeps the best epoch's weights."""
+    recipe = Recipe.from_dict({"early_stopping": 2, "epochs": 10})
+    assert _run_selection(recipe, [0.5, 0.6, 0.55, 0.58, 0.7, 0.9]) == (1.0, 4)
+    # One epoch without improvement is not enough.
+    assert _run_selection(recipe, [0.5, 0.6, 0.55, 0.7, 0.65, 0.66]) == (3.0, 6)

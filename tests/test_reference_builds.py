@@ -1,4 +1,4 @@
-"""The stock-Keras reference builds (``benchmarks/reference``) compute our models' logits.
+"""The stock-Keras reference builds (``benchmarks/keras_posattn_reference``) compute our models' logits.
 
 ``benchmarks/bench_reference.py`` reports our speed against "the same
 architecture written from stock Keras"; that ratio means something only if
@@ -9,7 +9,6 @@ inference mode on token ids with trailing padding (one row mostly padding).
 """
 
 import ast
-import sys
 from pathlib import Path
 
 import keras
@@ -19,11 +18,12 @@ import pytest
 from keras_posattn import masks
 from keras_posattn import zoo
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
+import keras_posattn_reference
+from keras_posattn_reference import build_reference
+from keras_posattn_reference import load_all
 
-from reference import build_reference  # noqa: E402
-from reference import load_all  # noqa: E402
+#: The stock-Keras builds (benchmarks/keras_posattn_reference, on pytest's pythonpath).
+REFERENCES = Path(keras_posattn_reference.__file__).parent
 
 VOCAB = 50
 LENGTH = 12
@@ -116,8 +116,8 @@ FORBIDDEN = ("keras_posattn.layers", "keras_posattn.attention_ops")
 
 def test_references_cover_the_families_and_use_no_library_layers():
     assert set(FAMILIES) <= set(load_all())
-    for path in [BENCHMARKS / "reference" / "__init__.py"] + [
-            BENCHMARKS / "reference" / f"{family}.py" for family in FAMILIES]:
+    for path in [REFERENCES / "__init__.py"] + [
+            REFERENCES / f"{family}.py" for family in FAMILIES]:
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.ImportFrom) and node.module:

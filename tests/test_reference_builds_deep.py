@@ -1,6 +1,6 @@
 """The stock-Keras references of the deeper families compute our logits.
 
-``benchmarks/reference/{cspan,epn,han,hcan}.py`` rebuild CSPAN, EPN, HAN,
+``benchmarks/keras_posattn_reference/{cspan,epn,han,hcan}.py`` rebuild CSPAN, EPN, HAN,
 HCAN and the flat HCAN from stock Keras layers and ``keras.ops`` for the
 speed comparison; a ratio only means something if both models compute the
 same function. Each case builds a tiny zoo model, its reference with our
@@ -11,7 +11,6 @@ between real ones, a one-word document and a missing last sentence.
 """
 
 import ast
-import sys
 from pathlib import Path
 
 import keras
@@ -20,10 +19,11 @@ import pytest
 
 from keras_posattn import zoo
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
+import keras_posattn_reference
+from keras_posattn_reference import build_reference
 
-from reference import build_reference  # noqa: E402
+#: The stock-Keras builds (benchmarks/keras_posattn_reference, on pytest's pythonpath).
+REFERENCES = Path(keras_posattn_reference.__file__).parent
 
 FAMILY_FILES = ("cspan", "epn", "han", "hcan")
 COMMON = dict(vocabulary_size=50, num_classes=3, embedding_dim=16)
@@ -109,7 +109,7 @@ def test_reference_logits_match(preset, overrides, inputs):
 def test_references_import_nothing_from_the_library():
     # A reference built from our layers would time our code against itself.
     for name in FAMILY_FILES:
-        tree = ast.parse((BENCHMARKS / "reference" / f"{name}.py").read_text())
+        tree = ast.parse((REFERENCES / f"{name}.py").read_text())
         modules = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                    for alias in node.names]
         modules += [node.module or "" for node in ast.walk(tree)

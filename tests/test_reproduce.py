@@ -121,8 +121,16 @@ def test_runs_record_table_and_resume(tmp_path, counted):
     assert json.loads(path.read_text())["summary"]["runs_finished"] == 3
 
 
-def test_cross_validated_set_runs_each_fold(tmp_path, counted):
-    assert run(tmp_path, "--dataset", "mr", "--runs", "1", "--folds", "2", "--no-peers") == 0
+def test_cross_validated_set_runs_each_fold(tmp_path, counted, capsys):
+    tiny = [t for t in TINY if t != "--quiet"]
+    assert run(tmp_path, "--dataset", "mr", "--runs", "1", "--folds", "2", "--no-peers",
+               tiny=tiny) == 0
+    # A progress line per unit on stderr, with the time left.
+    err = capsys.readouterr().err
+    first = r"^\[1/2\] run 0 fold 0: 0\.\d{4} \(\d+ s, ETA \d+ (s|min)\)$"
+    assert re.search(first, err, re.MULTILINE), err
+    assert re.search(r"^\[2/2\] run 0 fold 1: 0\.\d{4} \(\d+ s, ETA 0 s\)$", err,
+                     re.MULTILINE), err
     record = json.loads((tmp_path / "results/kim_cnn_static-mr-paper.json").read_text())
     assert sorted(record["units"]) == ["run0-fold0", "run0-fold1"]
     assert [c["fold"] for c in counted] == [0, 1]
@@ -133,6 +141,7 @@ def test_cross_validated_set_runs_each_fold(tmp_path, counted):
     assert "(1, 2 folds)" in (tmp_path / "results/TABLE.md").read_text()
 
 
+@pytest.mark.slow  # test_cross_validated_set_runs_each_fold checks the same lines
 def test_progress_lines_on_stderr(tmp_path, capsys):
     tiny = [t for t in TINY if t != "--quiet"]
     assert run(tmp_path, "--dataset", "trec", "--runs", "2", "--no-peers", tiny=tiny) == 0

@@ -18,6 +18,7 @@ import tensorflow as tf
 from keras_posattn import cli
 from keras_posattn import tuning
 from keras_posattn import zoo
+from keras_posattn.hypermodel import defaults_of
 
 SMALL = ["--demo-size", "300", "--epochs", "1", "--set", "embedding_dim=16", "--verbose", "0"]
 
@@ -46,7 +47,7 @@ def test_mpsan_space_defaults_are_the_paper_model(capsys):
     assert expand("fa+sd,fa+sd,bw+sd,fw+sd", 1, 4) == ["fa1+sd", "fa4+sd", "bw+sd", "fw+sd"]
     assert expand("bw,fw", None, None) == ["bw", "fw"]
     settings = trainer.resolve_settings("mpsan", demo=True, overrides={"embedding_dim": 8})
-    data = trainer.prepare_data(settings, demo_size=100)
+    data = trainer.prepare_data(settings, trainer.RunOptions(model_name="mpsan", demo_size=100))
     hypermodel = tuning.hypermodel_for("mpsan", data, settings=settings)
     assert type(hypermodel).__name__ == "HyperMPSAN"
     hp = keras_tuner.HyperParameters()
@@ -194,7 +195,8 @@ def test_family_spaces_default_to_the_paper(name, expected):
 
     settings = trainer.resolve_settings(name, demo=False)
     hypermodel = tuning.searches()[name].__new__(tuning.searches()[name])
-    hypermodel.settings, hypermodel._defaults = settings, tuning._defaults(settings)
+    hypermodel.settings = settings
+    hypermodel._defaults = defaults_of(settings.family, settings.config)
     hp = keras_tuner.HyperParameters()
     assert hypermodel.space(hp) == expected
     names = {h.name for h in hp.space}
@@ -207,6 +209,8 @@ def test_family_spaces_default_to_the_paper(name, expected):
         assert (blocks.min_value, blocks.max_value) == (1, 7)
 
 
+@pytest.mark.slow  # the search of test_tune_cli_runs_a_short_search_and_logs_every_trial, and
+#                   test_family_spaces_default_to_the_paper[cspan] for CSPAN's space
 def test_tune_cspan_quick_search(tmp_path):
     """The newcomer's first try: `keras-posattn tune cspan --max-trials 2 --epochs 1`."""
     code = cli.main(["tune", "cspan", "--max-trials", "2", "--directory", str(tmp_path), *SMALL])
@@ -226,3 +230,40 @@ def test_tune_hcan_on_documents(tmp_path):
     assert len(trials) == 2 and all(t["status"] == "COMPLETED" for t in trials)
     assert all({"units", "num_heads", "pooling"} <= set(t["hyperparameters"]["values"])
                for t in trials)
+
+
+def test_search_spaces_are_checked_against_the_constructor():
+    """Every shipped space returns only its family's constructor arguments
+    (checked when the spaces load), and a space that returns another key is
+    an error naming its file, the key and the close matches."""
+    assert {"mpsan", "cspan", "epn", "spe_cnn", "hcan", "hcan_flat"} <= set(tuning.searches())
+
+    class Misspelt(tuning.ZooHyperModel):
+        def space(self, hp):
+            return {"num_head": hp.Int("num_head", 1, 4)}
+
+    with pytest.raises(tuning.SearchSpaceError, match="'num_head'.*Did you mean: num_heads"):
+        tuning.check_space("hcan", Misspelt)
+    with pytest.raises(tuning.SearchSpaceError, match="unknown family"):
+        tuning.check_space("no_such_family", Misspelt)
+
+
+def test_hparams_domains_without_keras_tuner_internals():
+    from tensorboard.plugins.hparams import api as hparams_api
+
+    hp = keras_tuner.HyperParameters()
+    hp.Choice("mask_set", ["bw,fw", "fa,fa"])
+    hp.Int("num_blocks", 1, 7)
+    hp.Int("units", 64, 256, step=64)
+    hp.Float("dropout", 0.0, 0.2, step=0.1)
+    hp.Float("learning_rate", 1e-4, 1e-2, sampling="log")
+    hp.Boolean("residual")
+    hp.Fixed("kernel_size", 3)
+    domains = {h.name: tuning.hparams_domain(h, hparams_api) for h in hp.space}
+    assert domains["mask_set"].values == ["bw,fw", "fa,fa"]
+    assert (domains["num_blocks"].min_value, domains["num_blocks"].max_value) == (1, 7)
+    assert domains["units"].values == [64, 128, 192, 256]
+    assert domains["dropout"].values == pytest.approx([0.0, 0.1, 0.2])
+    assert (domains["learning_rate"].min_value, domains["learning_rate"].max_value) == (1e-4, 1e-2)
+    assert domains["residual"].values == [False, True]
+    assert domains["kernel_size"].values == [3]

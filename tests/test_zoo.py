@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from layer_checks import to_numpy
 
+from keras_posattn import registry
 from keras_posattn import zoo
 from keras_posattn.models import MPSAN
 
@@ -190,9 +191,12 @@ def test_presets_are_read_from_the_packaged_zoo_folder():
 
     folder = importlib.resources.files("keras_posattn._zoo")
     assert (folder / "mpsan.toml").is_file()
-    # In a source checkout that is the repository's top-level zoo/ folder.
+    # The package ships the repository's top-level zoo/ folder (the folder
+    # itself in an editable install, a copy in a built one).
     repo_zoo = Path(__file__).resolve().parents[1] / "zoo"
-    assert Path(str(folder)).resolve() == repo_zoo.resolve()
+    shipped = {e.name: e.read_text(encoding="utf-8") for e in folder.iterdir()
+               if e.name.endswith(".toml")}
+    assert shipped == {p.name: p.read_text(encoding="utf-8") for p in repo_zoo.glob("*.toml")}
 
 
 def test_registry_imports_no_model():
@@ -205,3 +209,23 @@ def test_registry_imports_no_model():
             "sorted(m for m in sys.modules if m.startswith('keras_posattn'))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def _as_lists(value):
+    return [_as_lists(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
+ROOT_PRESETS = sorted(n for n, table in registry._raw_presets().items() if "base" not in table)
+
+
+@pytest.mark.parametrize("name", ROOT_PRESETS)
+def test_constructor_defaults_are_the_paper_presets(name):
+    """A family's constructor alone builds its paper's model: every argument
+    a root preset (one without ``base``, the paper's model) sets is the
+    constructor's default, so ``MPSAN()`` and ``zoo.build("mpsan")`` agree
+    and a default changed in one place shows here."""
+    preset = zoo.get_preset(name)
+    defaults = registry.constructor_defaults(zoo.families()[preset["family"]])
+    differ = {key: (defaults.get(key), value) for key, value in preset["config"].items()
+              if _as_lists(defaults.get(key)) != _as_lists(value)}
+    assert not differ, f"{name}: (constructor default, preset value) {differ}"

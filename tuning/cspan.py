@@ -3,8 +3,8 @@
 vectors. Defaults are the preset's (CSPAN base: 16 queries, 1 layer, concat).
 """
 
-from keras_posattn.tuning import ZooHyperModel
-from keras_posattn.tuning import register_search
+from keras_posattn.hypermodel import ZooHyperModel
+from keras_posattn.hypermodel import register_search
 
 
 @register_search("cspan")

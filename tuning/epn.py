@@ -3,8 +3,8 @@
 embedding (Table 4: 3/4/5 against a single 3 or 5). Defaults are the preset's.
 """
 
-from keras_posattn.tuning import ZooHyperModel
-from keras_posattn.tuning import register_search
+from keras_posattn.hypermodel import ZooHyperModel
+from keras_posattn.hypermodel import register_search
 
 #: Region sets, as "sizes:filters" (the filters add up to the blocks' width).
 REGION_SETS = {

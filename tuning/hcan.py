@@ -5,8 +5,8 @@ self-attentions, target attention). The paper tuned d and h on Yelp 2013's
 dev set (section 4.2).
 """
 
-from keras_posattn.tuning import ZooHyperModel
-from keras_posattn.tuning import register_search
+from keras_posattn.hypermodel import ZooHyperModel
+from keras_posattn.hypermodel import register_search
 
 
 class _HCANSearch(ZooHyperModel):

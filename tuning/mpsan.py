@@ -7,8 +7,8 @@ MPSAN: FA(2), FA(3), BW+SD, FW+SD. Learning rate and dropout are searched for
 every family (``ZooHyperModel.common_space``).
 """
 
-from keras_posattn.tuning import ZooHyperModel
-from keras_posattn.tuning import register_search
+from keras_posattn.hypermodel import ZooHyperModel
+from keras_posattn.hypermodel import register_search
 
 #: Table 2's mask sets; "fa" marks a Faraway window (radii searched separately).
 MASK_SETS = {

@@ -3,8 +3,8 @@ sinusoidal positions. Defaults are the paper's (128 filters, window 3,
 interleaved sin/cos).
 """
 
-from keras_posattn.tuning import ZooHyperModel
-from keras_posattn.tuning import register_search
+from keras_posattn.hypermodel import ZooHyperModel
+from keras_posattn.hypermodel import register_search
 
 
 @register_search("spe_cnn")

@@ -21,7 +21,9 @@ A zoo model is a functional ``keras.Model`` subclass (one file per paper in
 - answers ``attention_tensors(inputs)`` (empty unless the family has
   attention worth drawing): a dict of tensors, ``(batch, n_q, n_k)`` heat-maps
   or ``(batch, n)`` weights over tokens; ``attention_maps`` gives them as
-  NumPy arrays;
+  NumPy arrays. A family with attention writes its computation once, as
+  ``forward`` (which builds the functional graph), and collects the weights
+  with ``call_attention``;
 - stores every constructor argument as an attribute of the same name
   (``store_arguments(locals())`` does it), so ``get_config()`` (here, once)
   returns exactly the constructor arguments and ``.keras`` files load with
@@ -33,8 +35,6 @@ The trainer, the export, parameter counting, the TensorBoard images and the
 shared model tests use this contract and nothing else.
 """
 
-import inspect
-
 import keras
 from keras import ops
 
@@ -43,6 +43,7 @@ from keras_posattn.layers import TokenEmbedding
 from keras_posattn.layers.token_embedding import TRAINABLE_ROWS
 from keras_posattn.models.logits_classifier import LogitsClassifier
 from keras_posattn.preprocessing import TextPreprocessor
+from keras_posattn.registry import builder_arguments
 
 DEFAULT_VOCABULARY_SIZE = 20000
 DEFAULT_NUM_CLASSES = 5  # SST-5, the benchmark MPSAN and DiSAN lead with
@@ -136,60 +137,28 @@ class ZooModel(LogitsClassifier):
         """The ``ClassificationHead``."""
         return self.get_layer("head")
 
+    #: The family's computation, ``forward(layers, token_ids, collect=None,
+    #: training=None)`` over ``self._layers_by_role`` (a staticmethod): the
+    #: functional graph is built by it, and ``attention_tensors`` runs it again
+    #: with ``collect``, a dict that ``call_attention`` fills. None for a family
+    #: without attention worth drawing.
+    forward = None
+
     def attention_tensors(self, inputs):
         """Attention weights worth drawing, by name, as tensors (graph-friendly:
-        the export serves them in its ``attention`` signature); none by
-        default. Names use letters, digits, ``_`` and ``/``."""
-        return {}
+        the export serves them in its ``attention`` signature): what
+        ``forward`` collects, none without it. Names use letters, digits,
+        ``_`` and ``/``."""
+        collected = {}
+        if self.forward is not None:
+            self.forward(self._layers_by_role, inputs, collect=collected)
+        return collected
 
     def attention_maps(self, inputs):
         """``attention_tensors`` as NumPy arrays: (batch, n_q, n_k) heat-maps
         or (batch, n) weights over tokens."""
         tensors = self.attention_tensors(ops.convert_to_tensor(inputs, "int32"))
         return {name: ops.convert_to_numpy(ops.cast(t, "float32")) for name, t in tensors.items()}
-
-    def train_step(self, data):
-        return self._multi_worker_logs(super().train_step(data))
-
-    def test_step(self, data):
-        return self._multi_worker_logs(super().test_step(data))
-
-    def _multi_worker_logs(self, logs):
-        # Keras 3.15 averages each replica's logs over workers with
-        # strategy.reduce("MEAN", value, axis=0), which rejects the scalar
-        # losses and metrics a step returns ("Invalid reduction dimension 0 for
-        # input with 0 dimensions"). One-element vectors reduce to the same
-        # scalars.
-        import tensorflow as tf
-
-        strategy = tf.distribute.get_strategy()
-        if not (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-                and strategy.extended._in_multi_worker_mode()):
-            return logs
-        return {k: tf.reshape(v, [1]) if getattr(v, "shape", None) == () else v
-                for k, v in logs.items()}
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Keras 3.15 builds a distributed model from the first batch averaged
-        # with strategy.reduce("MEAN", (x, y)), which fails under
-        # MultiWorkerMirroredStrategy ("Attempt to convert a value (PerReplica)
-        # to a Tensor": that reduce takes one value, not a tuple). Shapes are all
-        # the build needs: take this worker's first replica's batch instead.
-        import tensorflow as tf
-        from keras import tree
-
-        strategy = getattr(self, "_distribute_strategy", None)
-        if iterator is None or strategy is None:
-            return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
-        for _, _, it in iterator:
-            batch = next(it)
-            data_batch = tree.map_structure(
-                lambda x: strategy.experimental_local_results(x)[0]
-                if isinstance(x, tf.distribute.DistributedValues) else x,
-                batch,
-            )
-            break
-        return super()._maybe_symbolic_build(data_batch=data_batch)
 
     def store_arguments(self, arguments):
         """Keep every constructor argument as an attribute of the same name
@@ -199,36 +168,26 @@ class ZooModel(LogitsClassifier):
             setattr(self, name, arguments[name])
 
     @staticmethod
-    def tf1_weight_options(wd):
-        """Weight arguments as the released TF1 code of MPSAN and DiSAN sets
-        them: Glorot-uniform kernels, zero biases, and weight decay ``wd`` in
-        TF1's convention, ``wd * tf.nn.l2_loss(w) = wd * sum(w ** 2) / 2``, on
-        the kernel (Keras ``L2(wd / 2)``). A fresh dict on every call."""
-        return {
-            "kernel_initializer": "glorot_uniform",
-            "bias_initializer": "zeros",
-            "kernel_regularizer": keras.regularizers.L2(wd / 2.0) if wd else None,
-        }
-
-    @staticmethod
-    def call_attention(layer, inputs, padding, collect=None, name=None, training=None):
-        """``layer(inputs, mask=padding)``; with ``collect`` (a dict, for
-        ``attention_maps``) the layer's attention weights are also stored
-        in it under ``name``."""
+    def call_attention(layer, inputs, mask=None, collect=None, names=(), reduce=None,
+                       training=None):
+        """``layer(inputs, mask=mask, training=training)``, the one way a family
+        collects attention for ``attention_tensors``: with ``collect`` (a dict)
+        the layer is called with ``return_attention_scores=True`` and each
+        weights tensor it returns after its output is stored under the
+        matching name of ``names`` (a string for one), through ``reduce`` when
+        given (e.g. a mean over heads or features)."""
         if collect is None:
-            return layer(inputs, mask=padding, training=training)
-        outputs, weights = layer(inputs, mask=padding, return_attention_scores=True,
-                                 training=training)
-        collect[name] = weights
+            return layer(inputs, mask=mask, training=training)
+        outputs, *weights = layer(inputs, mask=mask, return_attention_scores=True,
+                                  training=training)
+        names = [names] if isinstance(names, str) else list(names)
+        for name, value in zip(names, weights):
+            collect[name] = value if reduce is None else reduce(value)
         return outputs
 
     @classmethod
     def constructor_arguments(cls):
-        params = inspect.signature(cls.__init__).parameters
-        return [
-            n for n, p in params.items()
-            if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-        ]
+        return builder_arguments(cls)
 
     def get_config(self):
         config = {name: getattr(self, name) for name in self.constructor_arguments()}

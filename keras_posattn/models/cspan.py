@@ -160,62 +160,51 @@ class CSPAN(ZooModel):
 
         # === Functional Model ===
         token_ids = self.preprocessor_cls.model_input()
-        logits = _forward(layers, token_ids)
+        logits = self.forward(layers, token_ids)
         super().__init__(inputs=token_ids, outputs=logits, **kwargs)
 
         # === Config ===
         self._layers_by_role = layers
         self.store_arguments(locals())
 
-    def attention_tensors(self, inputs):
-        """``semantic`` and ``positional`` self-attention (batch, n, n) where the
-        model has them, and ``queries``: each query's weights over the tokens
-        (batch, num_queries, n)."""
-        collected = {}
-        _forward(self._layers_by_role, inputs, collect=collected)
-        return collected
+    @staticmethod
+    def forward(layers, token_ids, collect=None, training=None):
+        """CSPAN's computation, shared by the functional graph and inspection.
+
+        With ``collect`` (a dict): ``semantic`` and ``positional``
+        self-attention (batch, n, n) where the model has them, and
+        ``queries``: each query's weights over the tokens (batch,
+        num_queries, n)."""
+        padding = ops.not_equal(token_ids, 0)
+        d = layers["embedding_dropout"](layers["embedding"](token_ids), training=training)
+        fusion = layers["fusion"]
+        semantic_input = d
+        if fusion == "position":
+            semantic_input = layers["positions"](d, mask=padding)
+        if fusion != "bilstm":
+            s = _normed_attention(layers["semantic"], layers["semantic_norm"], semantic_input,
+                                  padding, collect, "semantic", training)
+        if fusion in ("embedding", "position", "relative"):
+            f = s
+        else:
+            h = d if fusion in ("parallel", "bilstm") else s
+            for lstm in layers["lstms"]:
+                h = _zero(lstm(h, mask=padding, training=training), padding)
+            if fusion == "bilstm":
+                f = h
+            else:
+                p = _normed_attention(layers["positional"], layers["positional_norm"], h, padding,
+                                      collect, "positional", training)
+                f = s + p if layers["residual"] else p
+        pooled = ZooModel.call_attention(layers["pool"], f, padding, collect, "queries")
+        return layers["head"](pooled, training=training)
 
 
 def _normed_attention(attention, norm, x, padding, collect, name, training):
-    if collect is not None:
-        x, weights = attention(x, mask=padding, return_attention_scores=True, training=training)
-        collect[name] = weights
-    else:
-        x = attention(x, mask=padding, training=training)
+    x = ZooModel.call_attention(attention, x, padding, collect, name, training=training)
     return _zero(norm(x), padding)
 
 
 def _zero(x, padding):
     # LayerNorm maps a zero (padding) row to its beta: zero it again.
     return x * ops.cast(ops.expand_dims(padding, -1), x.dtype)
-
-
-def _forward(layers, token_ids, collect=None, training=None):
-    """CSPAN's computation, shared by the functional graph and inspection."""
-    padding = ops.not_equal(token_ids, 0)
-    d = layers["embedding_dropout"](layers["embedding"](token_ids), training=training)
-    fusion = layers["fusion"]
-    semantic_input = d
-    if fusion == "position":
-        semantic_input = layers["positions"](d, mask=padding)
-    if fusion != "bilstm":
-        s = _normed_attention(layers["semantic"], layers["semantic_norm"], semantic_input,
-                              padding, collect, "semantic", training)
-    if fusion in ("embedding", "position", "relative"):
-        f = s
-    else:
-        h = d if fusion in ("parallel", "bilstm") else s
-        for lstm in layers["lstms"]:
-            h = _zero(lstm(h, mask=padding, training=training), padding)
-        if fusion == "bilstm":
-            f = h
-        else:
-            p = _normed_attention(layers["positional"], layers["positional_norm"], h, padding,
-                                  collect, "positional", training)
-            f = s + p if layers["residual"] else p
-    if collect is not None:
-        pooled, weights = layers["pool"](f, mask=padding, return_attention_scores=True)
-        collect["queries"] = weights
-    else:
-        pooled = layers["pool"](f, mask=padding)
-    return layers["head"](pooled, training=training)

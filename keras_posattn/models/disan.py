@@ -74,6 +74,7 @@ from keras_posattn.layers import MultiDimensionalAttention
 from keras_posattn.models.base import DEFAULT_NUM_CLASSES
 from keras_posattn.models.base import DEFAULT_VOCABULARY_SIZE
 from keras_posattn.models.base import ZooModel
+from keras_posattn.models.tf1 import tf1_weight_options
 from keras_posattn.registry import register_family
 
 #: DiSAN's direction name -> the library's mask that lets a query see that way.
@@ -136,7 +137,7 @@ class DiSAN(ZooModel):
         d = embedding_dim if hidden_dim is None else int(hidden_dim)
 
         def weight_options():
-            return self.tf1_weight_options(l2)
+            return tf1_weight_options(l2)
 
         # === Layers ===
         branches = []
@@ -180,38 +181,36 @@ class DiSAN(ZooModel):
 
         # === Functional Model ===
         token_ids = self.preprocessor_cls.model_input()
-        logits = _forward(layers, token_ids)
+        logits = self.forward(layers, token_ids)
         super().__init__(inputs=token_ids, outputs=logits, **kwargs)
 
         # === Config ===
         self._layers_by_role = layers
         self.store_arguments(locals())
 
-    def attention_tensors(self, inputs):
-        """Attention weights of both directions and of the pooling: ``"forward"``
-        and ``"backward"`` (DiSAN's names; ``"forward"``'s query sees earlier
-        tokens) -> (batch, n, n) ``[query, key]``, averaged over the features;
-        ``"pooling"`` -> (batch, n), the pooling weights averaged over the
-        features."""
-        collected = {}
-        _forward(self._layers_by_role, inputs, collect=collected)
-        return {name: ops.mean(weights, axis=-1) for name, weights in collected.items()}
+    @staticmethod
+    def forward(layers, token_ids, collect=None, training=None):
+        """DiSAN's computation, shared by the functional graph and inspection.
+
+        With ``collect`` (a dict), the attention weights of both directions and
+        of the pooling, averaged over the features: ``"forward"`` and
+        ``"backward"`` (DiSAN's names; ``"forward"``'s query sees earlier
+        tokens) -> (batch, n, n) ``[query, key]``; ``"pooling"`` -> (batch, n).
+        """
+        padding = ops.not_equal(token_ids, 0)
+        x = layers["embedding"](token_ids)
+        fused = []
+        for branch in layers["branches"]:
+            h = branch["projection"](branch["input_dropout"](x, training=training))
+            s = ZooModel.call_attention(branch["attention"], h, padding, collect, branch["name"],
+                                        _feature_mean, training)
+            fused.append(branch["gate"]([s, h], mask=[padding, padding]))
+        u = layers["concatenate"](fused)
+        pooled = ZooModel.call_attention(layers["pool"], u, padding, collect, "pooling",
+                                         _feature_mean, training)
+        return layers["head"](pooled, training=training)
 
 
-def _forward(layers, token_ids, collect=None, training=None):
-    """DiSAN's computation, shared by the functional graph and inspection.
-
-    With ``collect`` (a dict), the attention weights are stored in it under
-    each direction's name and under ``"pooling"``.
-    """
-    padding = ops.not_equal(token_ids, 0)
-    x = layers["embedding"](token_ids)
-    fused = []
-    for branch in layers["branches"]:
-        h = branch["projection"](branch["input_dropout"](x, training=training))
-        s = ZooModel.call_attention(branch["attention"], h, padding, collect, branch["name"],
-                                    training)
-        fused.append(branch["gate"]([s, h], mask=[padding, padding]))
-    u = layers["concatenate"](fused)
-    pooled = ZooModel.call_attention(layers["pool"], u, padding, collect, "pooling", training)
-    return layers["head"](pooled, training=training)
+def _feature_mean(weights):
+    # DiSAN's attentions are multi-dimensional: one weight per feature.
+    return ops.mean(weights, axis=-1)

@@ -136,7 +136,7 @@ class EPN(ZooModel):
 
         # === Functional Model ===
         token_ids = self.preprocessor_cls.model_input()
-        logits = _forward(layers, token_ids)
+        logits = self.forward(layers, token_ids)
         super().__init__(inputs=token_ids, outputs=logits, **kwargs)
 
         # === Config ===
@@ -147,23 +147,19 @@ class EPN(ZooModel):
     def attention_tensors(self, inputs):
         """Each block's attention, one map per head: ``block<k>/head<h>``
         (batch, n_k, n_k) with n_k = ceil(n / 2**k)."""
-        collected = {}
-        _forward(self._layers_by_role, inputs, collect=collected)
         return {f"{name}/head{h + 1}": weights[:, h]
-                for name, weights in collected.items() for h in range(weights.shape[1])}
+                for name, weights in super().attention_tensors(inputs).items()
+                for h in range(weights.shape[1])}
 
-
-def _forward(layers, token_ids, collect=None, training=None):
-    """EPN's computation, shared by the functional graph and inspection."""
-    mask = ops.not_equal(token_ids, 0)
-    x = layers["embedding_dropout"](layers["embedding"](token_ids), training=training)
-    x = layers["regions"](x, mask=mask)
-    for k, block in enumerate(layers["blocks"], start=1):
-        new_mask = block.compute_mask(x, mask)
-        if collect is not None:
-            x, weights = block(x, mask=mask, return_attention_scores=True, training=training)
-            collect[f"block{k}"] = weights
-        else:
-            x = block(x, mask=mask, training=training)
-        mask = new_mask
-    return layers["head"](layers["pool"](x, mask=mask), training=training)
+    @staticmethod
+    def forward(layers, token_ids, collect=None, training=None):
+        """EPN's computation, shared by the functional graph and inspection
+        (with ``collect``, each block's attention under ``block<k>``)."""
+        mask = ops.not_equal(token_ids, 0)
+        x = layers["embedding_dropout"](layers["embedding"](token_ids), training=training)
+        x = layers["regions"](x, mask=mask)
+        for k, block in enumerate(layers["blocks"], start=1):
+            new_mask = block.compute_mask(x, mask)
+            x = ZooModel.call_attention(block, x, mask, collect, f"block{k}", training=training)
+            mask = new_mask
+        return layers["head"](layers["pool"](x, mask=mask), training=training)

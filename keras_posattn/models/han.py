@@ -119,29 +119,25 @@ class HAN(ZooModel):
 
         # === Functional Model ===
         token_ids = self.preprocessor_cls.model_input()
-        logits = _forward(layers, token_ids)
+        logits = self.forward(layers, token_ids)
         super().__init__(inputs=token_ids, outputs=logits, **kwargs)
 
         # === Config ===
         self._layers_by_role = layers
         self.store_arguments(locals())
 
-    def attention_tensors(self, inputs):
-        """``"sentence"``: the sentence attention's weights (batch, S)."""
-        collected = {}
-        _forward(self._layers_by_role, inputs, collect=collected)
-        return collected
-
-
-def _forward(layers, token_ids, collect=None, training=None):
-    """HAN's computation, shared by the functional graph and inspection."""
-    words = layers["fold"](token_ids)  # (batch * S, W)
-    word_padding = ops.not_equal(words, 0)
-    h = layers["word_gru"](layers["embedding"](words), mask=word_padding, training=training)
-    sentences = layers["word_attention"](h, mask=word_padding)
-    sentences = layers["unfold"](sentences, token_ids)  # (batch, S, 2 * units)
-    sentence_padding = ops.any(ops.not_equal(token_ids, 0), axis=-1)
-    h = layers["sentence_gru"](sentences, mask=sentence_padding, training=training)
-    document = ZooModel.call_attention(layers["sentence_attention"], h, sentence_padding,
-                                       collect, "sentence")
-    return layers["head"](document, training=training)
+    @staticmethod
+    def forward(layers, token_ids, collect=None, training=None):
+        """HAN's computation, shared by the functional graph and inspection
+        (with ``collect``, ``"sentence"``: the sentence attention's weights
+        (batch, S))."""
+        words = layers["fold"](token_ids)  # (batch * S, W)
+        word_padding = ops.not_equal(words, 0)
+        h = layers["word_gru"](layers["embedding"](words), mask=word_padding, training=training)
+        sentences = layers["word_attention"](h, mask=word_padding)
+        sentences = layers["unfold"](sentences, token_ids)  # (batch, S, 2 * units)
+        sentence_padding = ops.any(ops.not_equal(token_ids, 0), axis=-1)
+        h = layers["sentence_gru"](sentences, mask=sentence_padding, training=training)
+        document = ZooModel.call_attention(layers["sentence_attention"], h, sentence_padding,
+                                           collect, "sentence")
+        return layers["head"](document, training=training)

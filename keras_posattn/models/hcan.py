@@ -100,35 +100,64 @@ def _block(level, max_positions, dropout, units, num_heads, kernel_size, self_at
 
 
 def _run_block(block, x, padding, collect, training):
-    """One block over (batch, n, d) with padding (batch, n) -> (batch, d')."""
+    """One block over (batch, n, d) with padding (batch, n) -> (batch, d').
+
+    With ``collect``: the self-attentions' and the target attention's
+    weights, averaged over heads, as ``<level>self_attention`` (and
+    ``<level>self_attention_tanh``) (batch, n, n) [query, key] and
+    ``<level>target`` (batch, n)."""
     x = block["positions"](x, mask=padding)
     x = block["dropout"](x, training=training)
     prefix = block["prefix"]
-    if collect is None:
-        x = block["attention"](x, mask=padding, training=training)
-    else:
-        x, *weights = block["attention"](x, mask=padding, return_attention_scores=True,
-                                         training=training)
-        # Head-averaged (batch, n, n) [query, key] maps, one per attention.
-        for suffix, w in zip(("", "_tanh"), weights):
-            collect[f"{prefix}self_attention{suffix}"] = ops.mean(w, axis=1)
+    x = ZooModel.call_attention(
+        block["attention"], x, padding, collect,
+        (f"{prefix}self_attention", f"{prefix}self_attention_tanh"), _head_mean, training)
     if isinstance(block["pool"], TargetAttention):
-        if collect is None:
-            return block["pool"](x, mask=padding, training=training)
-        pooled, weights = block["pool"](x, mask=padding, return_attention_scores=True,
-                                        training=training)
-        collect[f"{prefix}target"] = ops.mean(weights, axis=1)
-        return pooled
+        return ZooModel.call_attention(block["pool"], x, padding, collect, f"{prefix}target",
+                                       _head_mean, training)
     return block["pool"](x, mask=padding)
 
 
-class _HCANBase(ZooModel):
-    """What the two HCAN families share: ``attention_tensors`` through ``_forward``."""
+def _head_mean(weights):
+    return ops.mean(weights, axis=1)
 
-    def attention_tensors(self, inputs):
-        collected = {}
-        self._forward(self._layers_by_role, inputs, collect=collected)
-        return collected
+
+class _HCANBase(ZooModel):
+    """What the two HCAN families share: their constructor's work."""
+
+    def _build(self, arguments, levels, **kwargs):
+        """Check the constructor's ``arguments`` (its ``locals()``), make the
+        layers - the embedding, one block per entry of ``levels`` (role ->
+        (layer-name prefix, position table size)), the head - build the
+        functional model through ``forward`` and store the arguments. With
+        two levels the sentences are folded into the batch between them."""
+        a = arguments
+        self.check_contract(a["vocabulary_size"], a["num_classes"], a["max_length"], a["dropout"],
+                            a["embedding_dim"], a["trainable_embeddings"], a["embedding_l2"])
+        _check(a["self_attentions"], a["pooling"], a["units"], a["num_heads"])
+        block = {k: a[k] for k in ("dropout", "units", "num_heads", "kernel_size",
+                                   "self_attentions", "pooling", "project_values",
+                                   "layer_norm_epsilon")}
+
+        # === Layers ===
+        layers = {"embedding": self.make_embedding(a["vocabulary_size"], a["embedding_dim"],
+                                                   a["trainable_embeddings"], a["embedding_l2"],
+                                                   a["embedding_initializer"])}
+        if len(levels) > 1:
+            layers.update(fold=FoldSentences(name="fold_sentences"),
+                          unfold=UnfoldSentences(name="unfold_sentences"))
+        for role, (prefix, positions) in levels.items():
+            layers[role] = _block(prefix, int(positions), **block)
+        layers["head"] = self.make_head(a["num_classes"])
+
+        # === Functional Model ===
+        token_ids = self.preprocessor_cls.model_input()
+        logits = self.forward(layers, token_ids)
+        super().__init__(inputs=token_ids, outputs=logits, **kwargs)
+
+        # === Config ===
+        self._layers_by_role = layers
+        self.store_arguments(arguments)
 
 
 @register_family("hcan")
@@ -191,39 +220,14 @@ class HCAN(_HCANBase):
         layer_norm_epsilon=1e-6,
         **kwargs,
     ):
-        self.check_contract(vocabulary_size, num_classes, max_length, dropout,
-                            embedding_dim, trainable_embeddings, embedding_l2)
-        _check(self_attentions, pooling, units, num_heads)
         if max_length is None or max_sentences is None or int(max_sentences) < 1:
             raise ValueError("HCAN needs max_length (words per sentence) and max_sentences "
                              f"(sentences per document) >= 1, got {max_length}, {max_sentences}.")
-        block = dict(dropout=dropout, units=units, num_heads=num_heads, kernel_size=kernel_size,
-                     self_attentions=self_attentions, pooling=pooling,
-                     project_values=project_values, layer_norm_epsilon=layer_norm_epsilon)
-
-        # === Layers ===
-        layers = {
-            "embedding": self.make_embedding(vocabulary_size, embedding_dim,
-                                             trainable_embeddings, embedding_l2,
-                                             embedding_initializer),
-            "fold": FoldSentences(name="fold_sentences"),
-            "unfold": UnfoldSentences(name="unfold_sentences"),
-            "words": _block("word_", int(max_length), **block),
-            "sentences": _block("sentence_", int(max_sentences), **block),
-            "head": self.make_head(num_classes),
-        }
-
-        # === Functional Model ===
-        token_ids = self.preprocessor_cls.model_input()
-        logits = self._forward(layers, token_ids)
-        super().__init__(inputs=token_ids, outputs=logits, **kwargs)
-
-        # === Config ===
-        self._layers_by_role = layers
-        self.store_arguments(locals())
+        self._build(locals(), {"words": ("word_", max_length),
+                               "sentences": ("sentence_", max_sentences)}, **kwargs)
 
     @staticmethod
-    def _forward(layers, token_ids, collect=None, training=None):
+    def forward(layers, token_ids, collect=None, training=None):
         """HCAN's computation, shared by the functional graph and inspection
         (with ``collect``, a dict, the sentence-level weights go into it)."""
         words = layers["fold"](token_ids)  # (batch * S, W)
@@ -271,36 +275,12 @@ class FlatHCAN(_HCANBase):
         layer_norm_epsilon=1e-6,
         **kwargs,
     ):
-        self.check_contract(vocabulary_size, num_classes, max_length, dropout,
-                            embedding_dim, trainable_embeddings, embedding_l2)
-        _check(self_attentions, pooling, units, num_heads)
         if max_length is None:
             raise ValueError("hcan_flat needs max_length (its learned position table's size).")
-
-        # === Layers ===
-        layers = {
-            "embedding": self.make_embedding(vocabulary_size, embedding_dim,
-                                             trainable_embeddings, embedding_l2,
-                                             embedding_initializer),
-            "block": _block("", int(max_length), dropout=dropout, units=units,
-                            num_heads=num_heads, kernel_size=kernel_size,
-                            self_attentions=self_attentions, pooling=pooling,
-                            project_values=project_values,
-                            layer_norm_epsilon=layer_norm_epsilon),
-            "head": self.make_head(num_classes),
-        }
-
-        # === Functional Model ===
-        token_ids = self.preprocessor_cls.model_input()
-        logits = self._forward(layers, token_ids)
-        super().__init__(inputs=token_ids, outputs=logits, **kwargs)
-
-        # === Config ===
-        self._layers_by_role = layers
-        self.store_arguments(locals())
+        self._build(locals(), {"block": ("", max_length)}, **kwargs)
 
     @staticmethod
-    def _forward(layers, token_ids, collect=None, training=None):
+    def forward(layers, token_ids, collect=None, training=None):
         padding = ops.not_equal(token_ids, 0)
         x = layers["embedding"](token_ids)
         pooled = _run_block(layers["block"], x, padding, collect, training)

@@ -75,6 +75,7 @@ from keras_posattn.layers import PositionFusion
 from keras_posattn.models.base import DEFAULT_NUM_CLASSES
 from keras_posattn.models.base import DEFAULT_VOCABULARY_SIZE
 from keras_posattn.models.base import ZooModel
+from keras_posattn.models.tf1 import tf1_weight_options
 from keras_posattn.registry import register_family
 
 FUSIONS = ("tpw", "gate", "mean")
@@ -202,7 +203,7 @@ class MPSAN(ZooModel):
         released = dropout_placement == "released"
 
         def weight_options():
-            return self.tf1_weight_options(l2)
+            return tf1_weight_options(l2)
 
         # === Layers ===
         embedding = self.make_embedding(vocabulary_size, embedding_dim,
@@ -278,7 +279,7 @@ class MPSAN(ZooModel):
 
         # === Functional Model ===
         token_ids = self.preprocessor_cls.model_input()
-        logits = _forward(layers, token_ids)
+        logits = self.forward(layers, token_ids)
         super().__init__(inputs=token_ids, outputs=logits, **kwargs)
 
         # === Config ===
@@ -293,59 +294,48 @@ class MPSAN(ZooModel):
     def branch_names(self):
         return [b["name"] for b in self._layers_by_role["branches"]]
 
-    def attention_tensors(self, inputs):
-        """Attention weights of every branch and of the pooling: ``<branch>``
-        -> (batch, n, n) (for the M-D compatibility, averaged over features)
-        and, with the multi-dimensional pooling, ``pooling`` -> (batch, n),
-        the pooling weights averaged over features."""
-        collected = {}
-        _forward(self._layers_by_role, inputs, collect=collected)
-        result = {}
-        for name, weights in collected.items():
-            if len(weights.shape) == 4 or (name == "pooling" and len(weights.shape) == 3):
-                weights = ops.mean(weights, axis=-1)
-            result[name] = weights
-        return result
+    @staticmethod
+    def forward(layers, token_ids, collect=None, training=None):
+        """MPSAN's computation, shared by the functional graph and inspection.
+
+        With ``collect`` (a dict), the attention weights of every branch and of
+        the pooling: ``<branch>`` -> (batch, n, n) (for the M-D compatibility,
+        averaged over features) and, with the multi-dimensional pooling,
+        ``pooling`` -> (batch, n), the pooling weights averaged over features.
+        """
+        padding = ops.not_equal(token_ids, 0)
+        w = layers["embedding"](token_ids)
+        w = layers["embedding_dropout"](w, training=training)
+        sources = []
+        for branch in layers["branches"]:
+            h = branch["projection"](branch["input_dropout"](w, training=training))
+            s = ZooModel.call_attention(branch["attention"], h, padding, collect, branch["name"],
+                                        _over_features(3), training)
+            if branch["gate"] is not None:
+                s = branch["gate"]([s, h], mask=[padding, padding])
+            sources.append(s)
+
+        fusion = layers["fusion_kind"]
+        if not sources:
+            x = w
+        elif fusion == "tpw":
+            x = layers["fusion"](sources + [w], mask=[padding] * (len(sources) + 1),
+                                 training=training)
+        elif fusion == "gate":
+            x = sources[0] if len(sources) == 1 else layers["concatenate"](sources)
+        else:  # mean
+            x = sum(sources[1:], sources[0]) + w
+            x = x / float(len(sources) + 1)
+        x = layers["fused_dropout"](x, training=training)
+
+        pool = layers["pool"]
+        weighted = isinstance(pool, MultiDimensionalAttention)
+        pooled = ZooModel.call_attention(pool, x, padding, collect if weighted else None,
+                                         "pooling", _over_features(2), training)
+        return layers["head"](pooled, training=training)
 
 
-def _forward(layers, token_ids, collect=None, training=None):
-    """MPSAN's computation, shared by the functional graph and inspection.
-
-    With ``collect`` (a dict), attention weights are stored in it by branch
-    name and under ``"pooling"``.
-    """
-    padding = ops.not_equal(token_ids, 0)
-    w = layers["embedding"](token_ids)
-    w = layers["embedding_dropout"](w, training=training)
-    sources = []
-    for branch in layers["branches"]:
-        h = branch["projection"](branch["input_dropout"](w, training=training))
-        attention = branch["attention"]
-        if collect is not None:
-            s, weights = attention(h, mask=padding, return_attention_scores=True, training=training)
-            collect[branch["name"]] = weights
-        else:
-            s = attention(h, mask=padding, training=training)
-        if branch["gate"] is not None:
-            s = branch["gate"]([s, h], mask=[padding, padding])
-        sources.append(s)
-
-    fusion = layers["fusion_kind"]
-    if not sources:
-        x = w
-    elif fusion == "tpw":
-        x = layers["fusion"](sources + [w], mask=[padding] * (len(sources) + 1), training=training)
-    elif fusion == "gate":
-        x = sources[0] if len(sources) == 1 else layers["concatenate"](sources)
-    else:  # mean
-        x = sum(sources[1:], sources[0]) + w
-        x = x / float(len(sources) + 1)
-    x = layers["fused_dropout"](x, training=training)
-
-    pool = layers["pool"]
-    if collect is not None and isinstance(pool, MultiDimensionalAttention):
-        pooled, weights = pool(x, mask=padding, return_attention_scores=True, training=training)
-        collect["pooling"] = weights
-    else:
-        pooled = pool(x, mask=padding, training=training)
-    return layers["head"](pooled, training=training)
+def _over_features(rank):
+    """Weights averaged over their last axis when they have more than ``rank``
+    axes (the multi-dimensional forms give one weight per feature)."""
+    return lambda weights: ops.mean(weights, axis=-1) if len(weights.shape) > rank else weights

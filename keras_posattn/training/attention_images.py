@@ -1,35 +1,17 @@
-"""Attention heat-maps written to TensorBoard.
+"""Attention heat-maps as images (rendering only).
 
 This module renders the self-attention weights of the library's models (one
 ``(n_queries, n_keys)`` matrix per masked attention branch, e.g. MPSAN's
 ``fa2``, ``fa3``, ``bw_sd`` and ``fw_sd``) and 1-D weights over tokens (e.g.
-the pooling step's per-feature weights averaged over features) as RGB images,
-and provides a Keras callback that logs them as image summaries during
-training.
+the pooling step's per-feature weights averaged over features) as RGB images:
+``render_maps(model.attention_maps(ids), tokens)`` gives ``{tag: image}``
+with the tags ``attention/<branch>/example_<k>`` and
+``pooling/<name>/example_<k>``. The TensorBoard callback that logs them
+during training is ``keras_posattn.training.callbacks.AttentionImages``;
+``keras-posattn attention`` writes them as PNG files
+(``keras_posattn.training.attention_png``).
 
 Rendering uses Pillow only (no matplotlib).
-
-Usage::
-
-    cb = AttentionImages(
-        log_dir="logs/run1",
-        attention_fn=lambda ids: {"fa2": ..., "fw_sd": ..., "pool": ...},
-        token_ids=ids[:3],                 # int array (batch, n)
-        tokens=[["the", "movie", "was", "great"], ...],  # real tokens only
-    )
-    model.fit(x, y, epochs=10, callbacks=[cb])
-
-Viewing the images::
-
-    tensorboard --logdir logs/run1
-
-then open the **IMAGES** tab.  Heat-maps are under the tags
-``attention/<branch>/example_<k>`` and pooling weights under
-``pooling/<name>/example_<k>``; the step slider is the (0-based) epoch.
-The files are written to ``os.path.join(log_dir, subdir)`` (``subdir``
-defaults to ``"attention"``), so pointing TensorBoard at ``log_dir`` also
-shows the usual ``train``/``validation`` scalars of the ``TensorBoard``
-callback next to them.
 
 In each heat-map, rows are query positions (y axis, "query") and columns are
 key positions (x axis, "key"); the colour scale runs from 0 to the largest
@@ -39,9 +21,7 @@ simply appear in the lowest colour.
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
-from typing import Callable, Mapping, Sequence
 
 import keras
 import numpy as np
@@ -49,8 +29,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 __all__ = [
     "render_attention_heatmap",
+    "render_maps",
     "render_weights_over_tokens",
-    "AttentionImages",
 ]
 
 #: Tokens longer than this are truncated (with a trailing "~") in labels.
@@ -371,140 +351,44 @@ def render_weights_over_tokens(weights, tokens, title=None) -> np.ndarray:
     return np.asarray(img, dtype=np.uint8).copy()
 
 
-# --------------------------------------------------------------------------
-# callback
-# --------------------------------------------------------------------------
-class AttentionImages(keras.callbacks.Callback):
-    """Log attention heat-maps of a few fixed examples to TensorBoard.
+def render_maps(maps, tokens, max_examples=None) -> dict[str, np.ndarray]:
+    """Render a model's attention maps (``model.attention_maps``) as images.
 
     Args:
-      log_dir: TensorBoard log directory; images go to
-        ``os.path.join(log_dir, subdir)``.
-      attention_fn: ``attention_fn(token_ids) -> dict[str, array]``.  Each
-        value is either ``(batch, n_queries, n_keys)`` attention weights of a
-        branch (logged as ``attention/<name>/example_<k>``; when the rows are
-        not the tokens - a name ending in ``queries``, or fewer/more rows
-        than columns - rows are labelled q1, q2...) or
+      maps: ``{name: array}``; each value is either ``(batch, n_queries,
+        n_keys)`` attention weights (rendered as ``attention/<name>/example_<k>``;
+        when the rows are not the tokens - a name ending in ``queries``, or
+        fewer/more rows than columns - rows are labelled q1, q2...) or
         ``(batch, n)`` 1-D weights over tokens, e.g. pooling weights averaged
-        over features (logged as ``pooling/<name>/example_<k>``).
-      token_ids: int array ``(batch, n)`` (or ``(batch, sentences, words)``
-        for hierarchical models) of fixed examples; only the first
-        ``max_examples`` rows are passed to ``attention_fn``.
-      tokens: list (one per example) of lists of the real token strings
-        (one label per sentence for sentence-level maps).
-      every_n_epochs: write after every ``every_n_epochs``-th epoch (epochs
-        ``every_n_epochs - 1``, ``2 * every_n_epochs - 1``, ...); the last
-        epoch is also written at train end if it was not already.
-      max_examples: at most this many examples are rendered.
-      subdir: sub-directory of ``log_dir`` for the event files.
+        over features (``pooling/<name>/example_<k>``).
+      tokens: list (one per example) of lists of the real token strings (one
+        label per sentence for sentence-level maps).
+      max_examples: at most this many examples are rendered (default: all).
 
-    The summary step is the 0-based epoch index.  ``write(step)`` can be
-    called directly, outside ``fit``.
+    Returns:
+      ``{tag: uint8 image (H, W, 3)}``.
     """
-
-    def __init__(
-        self,
-        log_dir: str,
-        attention_fn: Callable[[np.ndarray], Mapping[str, np.ndarray]],
-        token_ids,
-        tokens: Sequence[Sequence[str]],
-        every_n_epochs: int = 1,
-        max_examples: int = 3,
-        subdir: str = "attention",
-    ):
-        super().__init__()
-        if every_n_epochs < 1:
-            raise ValueError("`every_n_epochs` must be >= 1.")
-        self.log_dir = os.fspath(log_dir)
-        self.subdir = subdir
-        self.attention_fn = attention_fn
-        self.token_ids = np.asarray(token_ids)
-        if self.token_ids.ndim < 2:
-            raise ValueError(f"`token_ids` must be (batch, n) or (batch, sentences, words), "
-                             f"got {self.token_ids.shape}.")
-        self.tokens = [list(t) for t in tokens]
-        self.every_n_epochs = int(every_n_epochs)
-        self.max_examples = int(max_examples)
-        self._writer = None
-        self._last_epoch = None
-        self._last_written = None
-
-    # -- writer ------------------------------------------------------------
-    @property
-    def images_dir(self) -> str:
-        return os.path.join(self.log_dir, self.subdir)
-
-    def _get_writer(self):
-        import tensorflow as tf
-
-        if self._writer is None:
-            self._writer = tf.summary.create_file_writer(self.images_dir)
-        return self._writer
-
-    def close(self):
-        """Flush and close the event file (a later write reopens one)."""
-        if self._writer is not None:
-            self._writer.flush()
-            self._writer.close()
-            self._writer = None
-
-    # -- rendering ---------------------------------------------------------
-    def _num_examples(self) -> int:
-        return max(0, min(self.max_examples, self.token_ids.shape[0], len(self.tokens)))
-
-    def render(self) -> dict[str, np.ndarray]:
-        """Run ``attention_fn`` and return ``{tag: image}`` without writing."""
-        k = self._num_examples()
-        if k == 0:
-            return {}
-        outputs = self.attention_fn(self.token_ids[:k])
-        images = {}
-        for name, arr in outputs.items():
-            arr = np.asarray(keras.ops.convert_to_numpy(arr))
-            for i in range(min(k, arr.shape[0])):
-                toks = self.tokens[i] or None
-                if arr.ndim == 3:
-                    tag = f"attention/{name}/example_{i}"
-                    rows = None
-                    if name.endswith("queries") or arr.shape[1] != arr.shape[2]:
-                        # Rows are not tokens (CSPAN's learned queries).
-                        rows = [f"q{r + 1}" for r in range(arr.shape[1])]
-                    images[tag] = render_attention_heatmap(
-                        arr[i], toks, title=f"{name} - example {i}", row_labels=rows
-                    )
-                elif arr.ndim == 2:
-                    tag = f"pooling/{name}/example_{i}"
-                    images[tag] = render_weights_over_tokens(
-                        arr[i], toks, title=f"{name} - example {i}"
-                    )
-                else:
-                    raise ValueError(
-                        f"attention_fn output {name!r} must be (batch, n, n) or "
-                        f"(batch, n), got shape {arr.shape}."
-                    )
-        return images
-
-    def write(self, step: int) -> dict[str, np.ndarray]:
-        """Render and write all images at ``step``; returns ``{tag: image}``."""
-        import tensorflow as tf
-
-        images = self.render()
-        writer = self._get_writer()
-        with writer.as_default():
-            for tag, img in images.items():
-                tf.summary.image(tag, img[None], step=int(step), max_outputs=1)
-        writer.flush()
-        self._last_written = int(step)
-        return images
-
-    # -- keras hooks -------------------------------------------------------
-    def on_epoch_end(self, epoch, logs=None):
-        self._last_epoch = int(epoch)
-        if (epoch + 1) % self.every_n_epochs == 0:
-            self.write(epoch)
-
-    def on_train_end(self, logs=None):
-        if self._last_epoch is not None and self._last_written != self._last_epoch:
-            self.write(self._last_epoch)
-        if self._writer is not None:
-            self._writer.flush()
+    k = len(tokens) if max_examples is None else min(int(max_examples), len(tokens))
+    images = {}
+    for name, arr in maps.items():
+        arr = np.asarray(keras.ops.convert_to_numpy(arr))
+        for i in range(min(k, arr.shape[0])):
+            toks = list(tokens[i]) or None
+            if arr.ndim == 3:
+                rows = None
+                if name.endswith("queries") or arr.shape[1] != arr.shape[2]:
+                    # Rows are not tokens (CSPAN's learned queries).
+                    rows = [f"q{r + 1}" for r in range(arr.shape[1])]
+                images[f"attention/{name}/example_{i}"] = render_attention_heatmap(
+                    arr[i], toks, title=f"{name} - example {i}", row_labels=rows
+                )
+            elif arr.ndim == 2:
+                images[f"pooling/{name}/example_{i}"] = render_weights_over_tokens(
+                    arr[i], toks, title=f"{name} - example {i}"
+                )
+            else:
+                raise ValueError(
+                    f"attention map {name!r} must be (batch, n, n) or (batch, n), "
+                    f"got shape {arr.shape}."
+                )
+    return images

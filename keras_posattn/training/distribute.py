@@ -18,7 +18,9 @@ waiting for the others at the end of an epoch), batches are padded to the
 preprocessor's ``max_length`` (one shape), and XLA is off. The chief (worker 0
 when the cluster has no "chief" task) writes the run folder and exports;
 the other workers write to ``<output>.worker<index>`` beside it and do not
-export.
+export. ``adapt_model`` works around two Keras 3.15 bugs of distributed
+training on the model instance the trainer fits (the model classes know
+nothing of tf.distribute).
 """
 
 import json
@@ -26,7 +28,7 @@ import os
 
 import tensorflow as tf
 
-STRATEGIES = ("default", "mirrored", "multi_worker")
+from keras_posattn.training.settings import STRATEGIES
 
 
 def make_strategy(name):
@@ -58,6 +60,14 @@ def task():
     return task_.get("type", "worker"), int(task_.get("index", 0)), max(1, workers)
 
 
+def num_workers(strategy):
+    """The workers training together under ``strategy`` (1 but for a
+    multi-worker strategy)."""
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return task()[2]
+    return 1
+
+
 def is_chief():
     """Whether this process writes the run's outputs."""
     kind, index, _ = task()
@@ -75,3 +85,55 @@ def shard_steps(dataset, num_workers):
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
     return dataset.repeat().with_options(options), steps
+
+
+def _vector_logs(logs):
+    # Keras 3.15 averages each replica's logs over workers with
+    # strategy.reduce("MEAN", value, axis=0), which rejects the scalar losses
+    # and metrics a step returns ("Invalid reduction dimension 0 for input
+    # with 0 dimensions"). One-element vectors reduce to the same scalars.
+    strategy = tf.distribute.get_strategy()
+    if not (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+            and strategy.extended._in_multi_worker_mode()):
+        return logs
+    return {k: tf.reshape(v, [1]) if getattr(v, "shape", None) == () else v
+            for k, v in logs.items()}
+
+
+def adapt_model(model):
+    """Patch ``model`` (this instance only) for training under a strategy.
+
+    - Its train and test steps return one-element vectors instead of scalar
+      logs under a multi-worker strategy (see ``_vector_logs``).
+    - Keras 3.15 builds a distributed model from the first batch averaged
+      with ``strategy.reduce("MEAN", (x, y))``, which fails under
+      ``MultiWorkerMirroredStrategy`` ("Attempt to convert a value
+      (PerReplica) to a Tensor": that reduce takes one value, not a tuple).
+      Shapes are all the build needs: the patched build takes this worker's
+      first replica's batch instead.
+
+    Returns ``model``.
+    """
+    from keras import tree
+
+    train_step, test_step = model.train_step, model.test_step
+    build = model._maybe_symbolic_build
+
+    def symbolic_build(iterator=None, data_batch=None):
+        strategy = getattr(model, "_distribute_strategy", None)
+        if iterator is None or strategy is None:
+            return build(iterator=iterator, data_batch=data_batch)
+        for _, _, it in iterator:
+            data_batch = tree.map_structure(
+                lambda x: strategy.experimental_local_results(x)[0]
+                if isinstance(x, tf.distribute.DistributedValues) else x,
+                next(it),
+            )
+            break
+        return build(data_batch=data_batch)
+
+    # object.__setattr__: plain attributes, outside Keras' layer tracking.
+    object.__setattr__(model, "train_step", lambda data: _vector_logs(train_step(data)))
+    object.__setattr__(model, "test_step", lambda data: _vector_logs(test_step(data)))
+    object.__setattr__(model, "_maybe_symbolic_build", symbolic_build)
+    return model

@@ -183,6 +183,11 @@ class Recipe:
             restore_best_weights=bool(self.select_best or self.early_stopping),
         )
 
+    def callbacks(self):
+        """The recipe's Keras callbacks: its learning-rate steps and its model
+        selection (either may be absent)."""
+        return [c for c in (self.schedule_callback(), self.selection_callback()) if c]
+
     def as_dict(self):
         return dataclasses.asdict(self)
 

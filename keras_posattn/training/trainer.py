@@ -1,27 +1,31 @@
-"""The one training entry point every zoo model goes through, in stages.
+"""The one path from data to a trained model.
 
-``train(model_name, ...)`` runs four stages, each a public function that the
-tuner and the reproduction command call instead of copying them:
+``Run(options).execute()`` takes a ``RunOptions`` (every option named) to a
+finished run folder, in stages that are public functions:
 
-1. ``resolve_settings`` + ``prepare_data``: the preset's config and recipe
-   (with the demo settings on the embedded task), the splits (files or the
+1. ``settings.settings_for``: the preset's config and recipe (the default
+   recipe, the demo settings on the embedded task, the options' overrides);
+2. ``data.prepare_data``: the splits (files, a benchmark set by name, or the
    embedded default task), the family's preprocessor built on the training
-   texts, and pretrained word vectors for its vocabulary;
-2. ``build_model``: the zoo model at the data's sizes (classes, vocabulary,
-   max length, vector width), vectors loaded, compiled with the recipe;
-3. ``fit``: TensorBoard logs, attention heat-maps, a checkpoint every epoch,
-   and resumption of an interrupted run;
-4. ``finish``: test accuracy beside a bag-of-words baseline, the
+   texts, pretrained word vectors for its vocabulary;
+3. ``build_model``: the zoo model at the data's sizes (classes, vocabulary,
+   max length, vector width), vectors loaded, compiled with the recipe's
+   optimizer, under the run's tf.distribute strategy and dtype policy;
+4. ``fit``: the recipe's schedule and model selection, TensorBoard logs,
+   attention heat-maps, a checkpoint every epoch, resumption;
+5. ``evaluate`` on the **test** split beside a bag-of-words baseline, then the
    ``classifier.keras`` (strings in, logits out), the SavedModel export and
    ``result.json``.
 
-Every stage uses only the model contract (``keras_posattn.models.base``):
-nothing here knows a family's name or its arguments.
+``train(model_name, **options)`` is ``Run(RunOptions(model_name=...,
+**options)).execute()``; ``keras_posattn.tuning.tune`` (the best
+configuration's training) and ``keras_posattn.reproduce.reproduce`` (each
+run) go through the same ``Run``. Every stage uses only the model contract
+(``keras_posattn.models.base``): nothing here knows a family's name or its
+arguments.
 """
 
 import dataclasses
-import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -31,41 +35,24 @@ import numpy as np
 import tensorflow as tf
 
 from keras_posattn import zoo
-from keras_posattn.training.recipe import Recipe
+from keras_posattn.training import distribute
+from keras_posattn.training.data import PreparedData  # noqa: F401
+from keras_posattn.training.data import prepare_data
+from keras_posattn.training.run_folder import RunFolder
+from keras_posattn.training.run_folder import prepare_output_dir  # noqa: F401
+from keras_posattn.training.settings import RECIPES  # noqa: F401
+from keras_posattn.training.settings import RunOptions
+from keras_posattn.training.settings import Settings  # noqa: F401
+from keras_posattn.training.settings import TrainingError
+from keras_posattn.training.settings import parse_overrides  # noqa: F401
+from keras_posattn.training.settings import resolve_settings  # noqa: F401
+from keras_posattn.training.settings import settings_for
 
-
-class TrainingError(RuntimeError):
-    """A problem with the user's run settings (printed without a traceback)."""
-
-
-@dataclasses.dataclass
-class Settings:
-    """A preset resolved for one run."""
-
-    model_name: str
-    preset: dict
-    config: dict
-    recipe: Recipe
-    demo: bool
-    recipe_name: str = "paper"
-
-    @property
-    def family(self):
-        return zoo.families()[self.preset["family"]]
-
-
-@dataclasses.dataclass
-class PreparedData:
-    """Everything ``build_model`` and ``fit`` need from the data."""
-
-    splits: object  # keras_posattn.datasets.splits.Splits
-    preprocessor: object
-    vectors: object = None  # keras_posattn.word_vectors.EmbeddingInit
-    vectors_name: str = None
-
-    @property
-    def label_names(self):
-        return self.splits.label_names
+__all__ = [
+    "PreparedData", "RECIPES", "Run", "RunOptions", "Settings", "TrainResult", "TrainingError",
+    "build_model", "compile_model", "evaluate", "fit", "float32_copy", "parse_overrides",
+    "prepare_data", "prepare_output_dir", "resolve_settings", "train",
+]
 
 
 @dataclasses.dataclass
@@ -79,185 +66,20 @@ class TrainResult:
     sample_text: str = None
     sample_prediction: dict = None
     history: dict = None
+    #: What ``result.json`` holds (settings, data, versions...).
+    record: dict = None
 
 
 def _log(message):
     print(message, flush=True)
 
 
-def _parse_value(text):
-    """Parse a ``--set key=value`` value: JSON if it parses, else a string."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+# --- the model ------------------------------------------------------------------
 
 
-def parse_overrides(pairs):
-    """Turn ``["dropout=0.1", "branch_masks=[\\"bw\\"]"]`` into a dict."""
-    result = {}
-    for pair in pairs or []:
-        if "=" not in pair:
-            raise TrainingError(f"--set expects key=value, got {pair!r}.")
-        key, value = pair.split("=", 1)
-        result[key.strip()] = _parse_value(value.strip())
-    return result
-
-
-# --- stage 1: settings and data ---------------------------------------------
-
-
-RECIPES = ("paper", "50d")
-
-
-def resolve_settings(model_name, demo, overrides=None, recipe_name="paper", **recipe_changes):
-    """The preset's config and recipe for a run, with ``overrides`` (model
-    arguments) and recipe fields applied.
-
-    ``recipe_name``: ``"paper"`` (the preset's ``config`` and ``recipe``: the
-    paper's protocol) or ``"50d"`` (the preset's ``glove50d`` table on top: the
-    settings tuned on dev data for the 50d GloVe vectors available here). On the
-    embedded task (``demo``) the preset's ``demo`` table applies instead.
-    """
-    if recipe_name not in RECIPES:
-        raise TrainingError(f"Unknown recipe {recipe_name!r}; choose one of {', '.join(RECIPES)}.")
-    preset = zoo.get_preset(model_name)
-    config = dict(preset.get("config", {}))
-    recipe = dict(preset.get("recipe", {}))
-    extra = {}
-    if demo:
-        extra = preset.get("demo", {})
-    elif recipe_name == "50d":
-        if "glove50d" not in preset:
-            raise TrainingError(f"Preset {model_name!r} has no 50d recipe (a [glove50d] table); "
-                                "use --recipe paper.")
-        extra = preset["glove50d"]
-    config.update(extra.get("config", {}))
-    recipe.update(extra.get("recipe", {}))
-    config.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    if preset.get("frozen_vectors") and config.get("trainable_embeddings") != "none":
-        raise TrainingError(
-            f"{model_name} keeps its pretrained vectors frozen (that is what the preset is); "
-            f"trainable_embeddings={config['trainable_embeddings']!r} would make it another "
-            "model: pick the non-static preset instead.")
-    try:
-        recipe = Recipe.from_dict(recipe, where=f"preset {model_name!r}").replace(**recipe_changes)
-    except ValueError as e:
-        raise TrainingError(str(e)) from None
-    return Settings(model_name, preset, config, recipe, demo, recipe_name if not demo else "demo")
-
-
-def prepare_data(settings, train_path=None, test_path=None, dev_path=None, embeddings=None,
-                 max_length=None, max_tokens=None, standardize="lower_and_split_punctuation",
-                 seed=1234, demo_size=None, length_cap=400, dataset=None, data_dir=None,
-                 fold=None, phrases=False, max_sentences=None):
-    """Splits, the family's preprocessor and the word vectors for a run.
-
-    Args:
-        settings: from ``resolve_settings``.
-        train_path, test_path, dev_path: labelled files; without
-            ``train_path`` (and without ``dataset``) the embedded default
-            task is generated.
-        dataset, data_dir, fold, phrases: a benchmark set by name instead
-            of files (``keras_posattn.datasets.load_dataset``).
-        max_sentences: sentences kept per document (hierarchical models;
-            default: the 95th percentile of the training documents', at
-            most 64).
-        embeddings: ``"glove-6b-50d"``, a GloVe/word2vec text file, or
-            ``"none"``. Default: the recipe's vectors when training on files,
-            none on the embedded task.
-        max_length: tokens kept per text (default: the longest training text,
-            capped at ``length_cap``).
-        max_tokens: vocabulary size cap.
-        standardize: the preprocessor's text standardisation.
-        seed: fixes the held-out splits and the OOV vectors.
-        demo_size: training examples of the embedded task.
-    """
-    from keras_posattn.datasets import splits as splits_lib
-
-    if dataset is not None:
-        from keras_posattn.datasets import catalog
-
-        if train_path is not None or test_path is not None or dev_path is not None:
-            raise TrainingError("--dataset and --train/--test/--dev are alternatives; pass one.")
-        try:
-            splits = catalog.load_dataset(dataset, data_dir, fold=fold, seed=seed,
-                                          phrases=phrases)
-        except catalog.DatasetError as e:
-            raise TrainingError(str(e)) from None
-    elif fold is not None or phrases:
-        raise TrainingError("--fold and --phrases apply to --dataset.")
-    elif train_path is None:
-        if test_path is not None or dev_path is not None:
-            raise TrainingError("--test/--dev need --train as well.")
-        splits = splits_lib.embedded_task(
-            seed=seed, size=demo_size,
-            documents=settings.family.preprocessor_cls.input_rank == 2)
-    else:
-        splits = splits_lib.load_files(train_path, test_path, dev_path, seed=seed)
-    for note in splits.notes:
-        _log(note)
-    _log(
-        f"Data: {splits.description}\n"
-        f"  train {len(splits.train)}, validation {len(splits.dev)}, test {len(splits.test)}; "
-        f"{len(splits.label_names)} classes: {', '.join(splits.label_names)}"
-    )
-    if standardize in ("none", ""):
-        standardize = None
-    preprocessor_cls = settings.family.preprocessor_cls
-    options = {}
-    if max_sentences is not None:
-        if preprocessor_cls.input_rank != 2:
-            raise TrainingError(f"--max-sentences applies to hierarchical (document) models, "
-                                f"not {settings.model_name!r}.")
-        options["max_sentences"] = max_sentences
-    if preprocessor_cls.input_rank == 2:
-        # Sentences are short: no cap of the flat texts' kind on their length.
-        length_cap = None
-    if max_tokens is None:
-        max_tokens = settings.recipe.max_tokens
-    preprocessor = preprocessor_cls.from_texts(
-        splits.train.texts, max_length=max_length, max_tokens=max_tokens,
-        standardize=standardize, length_cap=length_cap, **options,
-    )
-    sizes = preprocessor.model_sizes()
-    shape = (f"at most {sizes['max_sentences']} sentences of {sizes['max_length']} words "
-             "per document" if "max_sentences" in sizes
-             else f"at most {preprocessor.max_length} tokens per text")
-    _log(f"Preprocessor: {preprocessor.vocabulary_size} words, {shape}.")
-
-    defaulted = embeddings is None and not settings.demo
-    if defaulted:
-        embeddings = settings.recipe.embeddings
-    if str(embeddings).lower() in ("none", ""):
-        embeddings = None
-    vectors = None
-    if embeddings:
-        from keras_posattn import word_vectors
-
-        try:
-            loaded = word_vectors.load_word_vectors(embeddings)
-        except ImportError as e:
-            if not defaulted:
-                raise
-            raise TrainingError(
-                f"{e} (the recipe's default vectors; pass --embeddings none to train "
-                "without pretrained vectors)"
-            ) from None
-        vectors = word_vectors.build_embedding_matrix(preprocessor.vocabulary, loaded, seed=seed)
-        _log(
-            f"Embeddings: {loaded.name}, {loaded.dim}d, covering {vectors.coverage:.1%} of the "
-            "vocabulary (the rest initialised U(-0.05, 0.05))."
-        )
-        embeddings = loaded.name
-    return PreparedData(splits, preprocessor, vectors, embeddings)
-
-
-# --- stage 2: the model -------------------------------------------------------
-
-
-def build_model(settings, data, overrides=None, compile=True):
-    """The zoo model at the data's sizes, pretrained vectors loaded, compiled.
+def build_model(settings, data, overrides=None, compile=True, strategy=None):
+    """The zoo model at the data's sizes, pretrained vectors loaded, compiled
+    (under ``strategy``'s scope when given).
 
     The contract arguments come from the data: ``num_classes`` (its classes),
     ``vocabulary_size`` and ``max_length`` (and ``max_sentences`` for
@@ -265,6 +87,10 @@ def build_model(settings, data, overrides=None, compile=True):
     pretrained vectors, ``embedding_dim``. ``overrides`` (e.g. a tuner's
     hyperparameters) replace the settings' config.
     """
+    if strategy is not None:
+        with strategy.scope():
+            model = build_model(settings, data, overrides, compile)
+        return distribute.adapt_model(model)
     config = dict(settings.config)
     config.update({k: v for k, v in (overrides or {}).items() if v is not None})
     config.update(
@@ -285,181 +111,19 @@ def build_model(settings, data, overrides=None, compile=True):
         model.embedding.set_pretrained(data.vectors.matrix, data.vectors.pretrained)
     settings.recipe.apply_coupled_weight_decay(model)
     if compile:
-        model.compile(
-            optimizer=settings.recipe.make_optimizer(),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=["accuracy"],
-            jit_compile=settings.recipe.jit_compile,
-        )
+        compile_model(model, settings.recipe)
     return model
 
 
-# --- stage 3: fit ---------------------------------------------------------------
-
-
-class ClassifierCheckpoint(keras.callbacks.Callback):
-    """Save the model with its preprocessor and class names (a
-    ``TextClassifier``: raw strings in) after every epoch, so an unfinished
-    run can be exported (``keras-posattn export <run folder>``)."""
-
-    def __init__(self, preprocessor, label_names, path):
-        super().__init__()
-        self.preprocessor = preprocessor
-        self.label_names = list(label_names)
-        self.path = Path(path)
-
-    def on_epoch_end(self, epoch, logs=None):
-        from keras_posattn.models import TextClassifier
-
-        TextClassifier(self.preprocessor, self.model, label_names=self.label_names,
-                       name=f"{self.model.name}_text").save(self.path)
-
-
-def prepare_output_dir(output_dir, resume=False, overwrite=False):
-    """Create the run folder; refuse to clobber an interrupted run."""
-    output_dir = Path(output_dir)
-    backup_dir = output_dir / "backup"
-    if backup_dir.exists() and not (resume or overwrite):
-        raise TrainingError(
-            f"{output_dir} holds an interrupted run (checkpoint in {backup_dir}). "
-            "Pass --resume to continue it or --overwrite to start over."
-        )
-    if overwrite and output_dir.exists():
-        shutil.rmtree(output_dir)
-    if resume and not backup_dir.exists():
-        _log(f"--resume: no interrupted run in {output_dir}; starting a new one.")
-    output_dir.mkdir(parents=True, exist_ok=True)
-    return output_dir
-
-
-def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None, resume=False,
-        num_workers=1, projector=False):
-    """Train with TensorBoard logs, attention images and per-epoch checkpoints.
-
-    The vocabulary and class names are written to ``output_dir``; on
-    ``resume`` the vocabulary must match the interrupted run's. With
-    ``num_workers > 1`` (a multi-worker strategy) every worker runs the same
-    number of steps over its shard (``distribute.shard_steps``). With
-    ``projector``, the trained word embedding is written for TensorBoard's
-    projector (``logs/projector``).
-    """
-    from keras_posattn.training.attention_images import AttentionImages
-    from keras_posattn.training.tensorboard import ModelGraph
-
-    output_dir = Path(output_dir)
-    pre, splits = data.preprocessor, data.splits
-    vocab_file = output_dir / "vocabulary.txt"
-    if resume and vocab_file.exists():
-        if vocab_file.read_text(encoding="utf-8").split("\n") != list(pre.vocabulary):
-            raise TrainingError(
-                f"--resume: the vocabulary built from the training data differs from "
-                f"the one saved in {vocab_file}; was the data changed?"
-            )
-    vocab_file.write_text("\n".join(pre.vocabulary), encoding="utf-8")
-    (output_dir / "labels.txt").write_text("\n".join(splits.label_names) + "\n", encoding="utf-8")
-    log_dir = output_dir / "logs"
-    _log(f"TensorBoard: tensorboard --logdir {log_dir}")
-
-    bs = int(recipe.batch_size)
-    train_ds = pre.dataset(splits.train.texts, splits.train.labels, bs, shuffle_seed=seed,
-                           buckets=recipe.buckets)
-    dev_ds = pre.dataset(splits.dev.texts, splits.dev.labels, bs, buckets=recipe.buckets)
-
-    (output_dir / "checkpoints").mkdir(exist_ok=True)
-    sample_texts = splits.dev.texts[:3]
-    sample_inputs = keras.ops.convert_to_numpy(pre(sample_texts))
-    all_callbacks = [
-        keras.callbacks.BackupAndRestore(str(output_dir / "backup"), save_freq="epoch"),
-        keras.callbacks.TensorBoard(log_dir=str(log_dir)),
-        ClassifierCheckpoint(pre, splits.label_names, output_dir / "checkpoints" / "last.keras"),
-        AttentionImages(str(log_dir), model.attention_maps, sample_inputs,
-                        [pre.display_tokens(row) for row in sample_inputs]),
-        ModelGraph(log_dir, sample_inputs),
-        *[c for c in (recipe.schedule_callback(), recipe.selection_callback()) if c],
-        *(callbacks or []),
-    ]
-    if verbose is None:
-        verbose = 1 if sys.stdout.isatty() else 2
-    steps = {}
-    if num_workers > 1:
-        from keras_posattn.training.distribute import shard_steps
-
-        train_ds, steps["steps_per_epoch"] = shard_steps(train_ds, num_workers)
-        dev_ds, steps["validation_steps"] = shard_steps(dev_ds, num_workers)
-    history = model.fit(
-        train_ds,
-        validation_data=dev_ds,
-        epochs=int(recipe.epochs),
-        callbacks=all_callbacks,
-        verbose=verbose,
-        shuffle=False,  # the dataset shuffles itself, seeded
-        **steps,
+def compile_model(model, recipe):
+    """Compile with the recipe's optimizer (every option of it: EMA, weight
+    decay, clipping, betas), cross-entropy on logits and accuracy."""
+    model.compile(
+        optimizer=recipe.make_optimizer(),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        jit_compile=recipe.jit_compile,
     )
-    if projector:
-        from keras_posattn.training.tensorboard import write_projector
-
-        write_projector(log_dir / "projector", model, pre.vocabulary)
-    return history
-
-
-# --- stage 4: finish ------------------------------------------------------------
-
-
-def finish(settings, model, data, history, output_dir, export=True, export_dir="saved_models",
-           sample_text=None, seed=1234, num_workers=1):
-    """Evaluate beside the baseline, save ``classifier.keras``, export, reload."""
-    from keras_posattn.baselines import bag_of_words_baseline
-    from keras_posattn.models import TextClassifier
-
-    output_dir = Path(output_dir)
-    splits, pre = data.splits, data.preprocessor
-    model = float32_copy(model)
-    test_ds = pre.dataset(splits.test.texts, splits.test.labels, int(settings.recipe.batch_size),
-                          buckets=settings.recipe.buckets)
-    steps = {}
-    if num_workers > 1:
-        from keras_posattn.training.distribute import shard_steps
-
-        test_ds, steps["steps"] = shard_steps(test_ds, num_workers)
-    _, test_accuracy = model.evaluate(test_ds, verbose=0, **steps)
-    baseline = bag_of_words_baseline(
-        splits.train.texts, splits.train.labels, splits.test.texts, splits.test.labels,
-        seed=seed, tokenizer=pre.tokenize,
-    )
-    name = settings.model_name
-    _log(
-        f"\nTest accuracy: {name} {test_accuracy:.4f} | bag-of-words baseline "
-        f"{baseline:.4f} | chance {1.0 / len(splits.label_names):.4f}  "
-        f"({len(splits.test)} test texts)"
-    )
-
-    classifier = TextClassifier(pre, model, label_names=splits.label_names, name=f"{name}_text")
-    classifier.save(output_dir / "classifier.keras")
-    _log(f"Saved {output_dir / 'classifier.keras'} (strings in, logits out).")
-
-    result = TrainResult(
-        model_name=name,
-        test_accuracy=float(test_accuracy),
-        baseline_accuracy=float(baseline),
-        epochs_run=len(history.history.get("loss", [])),
-        output_dir=output_dir,
-        history={k: [float(x) for x in v] for k, v in history.history.items()},
-    )
-    sample_text = sample_text or splits.sample_text
-    if export:
-        from keras_posattn.export import export_saved_model, predict_exported
-
-        path = export_saved_model(classifier, name=name, base_dir=export_dir)
-        result.export_dir = path
-        _log(f"Exported SavedModel: {path}")
-        if sample_text:
-            prediction = predict_exported(path, [sample_text])
-            label = str(prediction["label"][0])
-            prob = float(prediction["probabilities"][0].max())
-            result.sample_text = sample_text
-            result.sample_prediction = {"label": label, "probability": prob}
-            _log(f"Reloaded export predicts {label!r} (p={prob:.3f}) for: {sample_text!r}")
-    return result
 
 
 def float32_copy(model):
@@ -475,17 +139,257 @@ def float32_copy(model):
         copy = type(model).from_config(model.get_config())
     finally:
         keras.mixed_precision.set_global_policy(previous)
-    copy.embedding.match_variables(model.embedding)  # the frozen table, if any
+    copy.embedding.match_variables(model.embedding)
     copy.set_weights(model.get_weights())
-    copy.compile_from_config(model.get_compile_config())  # the optimizer that trained
+    copy.compile_from_config(model.get_compile_config())
     return copy
 
 
-def train(model_name, dtype_policy=None, **kwargs):
-    """Train a zoo model end to end; see the module docstring.
+# --- fit and evaluate -------------------------------------------------------------
 
-    Args:
-        model_name: a name from ``keras_posattn.zoo.list_models()``.
+
+def _sharded(dataset, num_workers, key):
+    """``(dataset, {key: steps})``: with several workers, every worker runs
+    the same number of steps over its shard (``distribute.shard_steps``)."""
+    if num_workers <= 1:
+        return dataset, {}
+    dataset, steps = distribute.shard_steps(dataset, num_workers)
+    return dataset, {key: steps}
+
+
+def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None, resume=False,
+        num_workers=1, projector=False):
+    """Train with the recipe's callbacks (learning-rate steps, early stopping
+    and best-epoch selection on the dev split), TensorBoard logs, attention
+    images and per-epoch checkpoints; returns Keras' ``History`` holding
+    every epoch of the run (on ``resume``, the interrupted run's too).
+
+    The vocabulary and class names are written to ``output_dir``; on
+    ``resume`` the vocabulary must match the interrupted run's. Ctrl-C stops
+    at the end of a batch with ``KeyboardInterrupt``, the run resumable.
+    With ``num_workers > 1`` (a multi-worker strategy) every worker runs the
+    same number of steps over its shard. With ``projector``, the trained
+    word embedding is written for TensorBoard's projector
+    (``logs/projector``).
+    """
+    from keras_posattn.training.callbacks import ClassifierCheckpoint
+    from keras_posattn.training.callbacks import CleanInterrupt
+    from keras_posattn.training.callbacks import EpochHistory
+    from keras_posattn.training.callbacks import tensorboard_callbacks
+
+    folder = RunFolder(output_dir)
+    folder.checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_vocabulary(data.preprocessor, data.label_names, resume=resume)
+    _log(f"TensorBoard: tensorboard --logdir {folder.logs}")
+    train_ds, train_steps = _sharded(
+        data.batches("train", recipe.batch_size, recipe.buckets, seed=seed), num_workers,
+        "steps_per_epoch")
+    dev_ds, dev_steps = _sharded(data.batches("dev", recipe.batch_size, recipe.buckets),
+                                 num_workers, "validation_steps")
+    epochs = EpochHistory(folder, resume=resume)
+    with CleanInterrupt() as interrupt:
+        history = model.fit(
+            train_ds, validation_data=dev_ds, epochs=int(recipe.epochs),
+            callbacks=[
+                # The checkpoints first: what follows an epoch's end sees it saved.
+                keras.callbacks.BackupAndRestore(str(folder.backup), save_freq="epoch"),
+                ClassifierCheckpoint(data.preprocessor, data.label_names, folder.checkpoint),
+                epochs,
+                keras.callbacks.TensorBoard(log_dir=str(folder.logs)),
+                *tensorboard_callbacks(model, data, folder.logs),
+                *recipe.callbacks(),
+                *(callbacks or []),
+                interrupt,
+            ],
+            verbose=(1 if sys.stdout.isatty() else 2) if verbose is None else verbose,
+            shuffle=False,  # the dataset shuffles itself, seeded
+            **train_steps, **dev_steps,
+        )
+    history.history = epochs.history()
+    if projector:
+        from keras_posattn.training.tensorboard import write_projector
+
+        write_projector(folder.logs / "projector", model, data.preprocessor.vocabulary)
+    return history
+
+
+def evaluate(model, data, recipe, num_workers=1, seed=1234):
+    """``(test accuracy, bag-of-words accuracy)`` on the data's **test**
+    split: the model's, and a unigram logistic regression's trained on the
+    training split with the same words (``baselines``)."""
+    from keras_posattn.baselines import bag_of_words_baseline
+
+    test = data.splits.test
+    test_ds, steps = _sharded(data.batches("test", recipe.batch_size, recipe.buckets),
+                              num_workers, "steps")
+    _, accuracy = model.evaluate(test_ds, verbose=0, **steps)
+    baseline = bag_of_words_baseline(
+        data.splits.train.texts, data.splits.train.labels, test.texts, test.labels,
+        seed=seed, tokenizer=data.preprocessor.tokenize,
+    )
+    return float(accuracy), float(baseline)
+
+
+# --- the run --------------------------------------------------------------------
+
+
+class Run:
+    """One training run: ``RunOptions`` in, a finished run folder out.
+
+    ``settings`` are resolved at once; ``data`` is prepared on first use
+    (``tuning.tune`` searches on it before training the best configuration
+    with ``Run(options, data=the same data)``). ``execute()`` trains,
+    evaluates on the test split, saves, exports and writes ``result.json``;
+    it returns a ``TrainResult`` and leaves the global dtype policy as it
+    found it.
+    """
+
+    def __init__(self, options, data=None):
+        self.options = options
+        self.settings = settings_for(options)
+        self._data = data
+
+    @property
+    def data(self):
+        if self._data is None:
+            self._data = prepare_data(self.settings, self.options)
+        return self._data
+
+    def execute(self):
+        previous = keras.mixed_precision.global_policy()
+        try:
+            return self._execute(time.time())
+        finally:
+            # Leave the process as we found it (tests and notebooks train again).
+            keras.mixed_precision.set_global_policy(previous)
+
+    def _execute(self, started):
+        o = self.options
+        # A tf.distribute strategy must exist before TensorFlow runs an operation.
+        strategy = distribute.make_strategy(o.strategy)
+        workers = distribute.num_workers(strategy)
+        self._set_dtype_policy()
+        folder, export = self._open_folder(workers)
+        try:
+            return self._train(folder, export, strategy, workers, started)
+        finally:
+            folder.close()
+
+    def _train(self, folder, export, strategy, workers, started):
+        o, settings = self.options, self.settings
+        keras.utils.set_random_seed(o.seed)
+        data = self.data
+        model = build_model(settings, data, strategy=strategy)
+        if strategy is not None:
+            _log(f"Strategy: {type(strategy).__name__}, {strategy.num_replicas_in_sync} "
+                 f"replicas, {workers} worker(s).")
+        _log(f"Model: {o.model_name} ({settings.preset.get('description', '')})\n"
+             f"  {model.count_params():,} parameters; {settings.recipe_name} recipe: "
+             + ", ".join(f"{k}={v}" for k, v in settings.recipe.as_dict().items()
+                         if v is not None and k != "embeddings"))
+        history = fit(model, data, settings.recipe, folder.path, seed=o.seed,
+                      callbacks=o.callbacks, verbose=o.verbose, resume=o.resume,
+                      num_workers=workers, projector=o.projector)
+        shipped = float32_copy(model)
+        if shipped is not model and strategy is not None:
+            distribute.adapt_model(shipped)
+        result = self._evaluate(shipped, history, folder, workers)
+        self._save(shipped, result, folder, export)
+        result.record = self._record(model, result, time.time() - started)
+        folder.write_result(result.record)
+        return result
+
+    def _set_dtype_policy(self):
+        policy, why = self.options.dtype_policy, "--dtype-policy"
+        if not policy:
+            policy, why = self.settings.recipe.dtype_policy()
+        if policy:
+            keras.mixed_precision.set_global_policy(policy)
+            _log(f"Precision: {policy} ({why}).")
+
+    def _open_folder(self, workers):
+        """``(RunFolder, whether to export)``; several workers train with one
+        batch shape and no XLA, and only the chief writes the run folder."""
+        o = self.options
+        path, export = Path(o.output_dir or Path("runs") / o.model_name), o.export
+        if workers > 1:
+            self.settings.recipe = self.settings.recipe.replace(buckets=False, jit_compile=False)
+            if not distribute.is_chief():
+                path = path.with_name(f"{path.name}.worker{distribute.task()[1]}")
+                export = False
+        return RunFolder(path).open(resume=o.resume, overwrite=o.overwrite), export
+
+    def _evaluate(self, model, history, folder, workers):
+        data = self.data
+        accuracy, baseline = evaluate(model, data, self.settings.recipe, workers, self.options.seed)
+        _log(f"\nTest accuracy: {self.options.model_name} {accuracy:.4f} | bag-of-words "
+             f"baseline {baseline:.4f} | chance {1.0 / len(data.label_names):.4f}  "
+             f"({len(data.splits.test)} test texts)")
+        return TrainResult(
+            model_name=self.options.model_name, test_accuracy=accuracy,
+            baseline_accuracy=baseline, epochs_run=len(history.history.get("loss", [])),
+            output_dir=folder.path,
+            history={k: [float(x) for x in v] for k, v in history.history.items()},
+        )
+
+    def _save(self, model, result, folder, export):
+        """``classifier.keras``; with ``export``, the SavedModel, reloaded to
+        predict the sample text."""
+        from keras_posattn.models import TextClassifier
+
+        data, name = self.data, self.options.model_name
+        classifier = TextClassifier(data.preprocessor, model, label_names=data.label_names,
+                                    name=f"{name}_text")
+        classifier.save(folder.path / "classifier.keras")
+        _log(f"Saved {folder.path / 'classifier.keras'} (strings in, logits out).")
+        if not export:
+            return
+        from keras_posattn.export import ExportedModel
+        from keras_posattn.export import export_saved_model
+
+        result.export_dir = export_saved_model(classifier, name=name,
+                                               base_dir=self.options.export_dir)
+        _log(f"Exported SavedModel: {result.export_dir}")
+        sample_text = self.options.sample_text or data.splits.sample_text
+        if sample_text:
+            prediction = ExportedModel(result.export_dir).predict([sample_text])
+            label = str(prediction["label"][0])
+            probability = float(prediction["probabilities"][0].max())
+            result.sample_text = sample_text
+            result.sample_prediction = {"label": label, "probability": probability}
+            _log(f"Reloaded export predicts {label!r} (p={probability:.3f}) for: "
+                 f"{sample_text!r}")
+
+    def _record(self, model, result, seconds):
+        """What ``result.json`` holds."""
+        splits, o = self.data.splits, self.options
+        record = {k: v for k, v in dataclasses.asdict(result).items() if k != "record"}
+        record.update(
+            output_dir=str(result.output_dir),
+            export_dir=str(result.export_dir) if result.export_dir else None,
+            config=model.get_config(),
+            recipe=self.settings.recipe.as_dict(),
+            recipe_name=self.settings.recipe_name,
+            dtype_policy=model.dtype_policy.name,
+            data=splits.description,
+            dataset=splits.name,
+            fold=splits.fold,
+            num_folds=splits.num_folds,
+            phrases=bool(o.phrases),
+            embeddings=self.data.vectors_name,
+            seconds=round(seconds, 1),
+            versions={"tensorflow": tf.__version__, "keras": keras.__version__,
+                      "numpy": np.__version__},
+        )
+        return record
+
+
+def train(model_name, **options):
+    """Train a zoo model end to end: ``Run(RunOptions(model_name=model_name,
+    **options)).execute()`` (see the module docstring); returns a
+    ``TrainResult``.
+
+    Options (``RunOptions``; an unknown one is a ``TypeError`` naming it):
         train_path, test_path, dev_path: labelled text files (TSV, CSV,
             JSONL). Without ``train_path`` or ``dataset`` the embedded default
             task is used, with the preset's smaller ``demo`` settings.
@@ -498,12 +402,11 @@ def train(model_name, dtype_policy=None, **kwargs):
             offline) when training on files, none on the embedded task.
         epochs, batch_size, learning_rate, optimizer: override the recipe.
         max_length: tokens kept per text (default: the longest training text,
-            capped at 400).
-        max_tokens: vocabulary size cap.
+            capped at 400); max_sentences: sentences per document
+            (hierarchical models); max_tokens: vocabulary size cap.
         standardize: the text standardisation (``keras_posattn.preprocessing.
-            STANDARDIZE_OPTIONS``): ``"lower_and_split_punctuation"`` (default:
-            punctuation is a word boundary), ``"lower_and_strip_punctuation"``
-            (Keras' TextVectorization's: punctuation deleted), ... or ``None``.
+            STANDARDIZE_OPTIONS``; default ``"lower_and_split_punctuation"``:
+            punctuation a word boundary) or ``"none"``.
         overrides: dict of model constructor arguments.
         output_dir: run folder (default ``runs/<model_name>``).
         export_dir: SavedModel base folder (``<export_dir>/<model>/<version>``).
@@ -526,99 +429,4 @@ def train(model_name, dtype_policy=None, **kwargs):
         strategy: ``"mirrored"`` (this machine's devices) or ``"multi_worker"``
             (the cluster in ``TF_CONFIG``); see ``keras_posattn.training.distribute``.
     """
-    previous = keras.mixed_precision.global_policy()
-    try:
-        return _train(model_name, dtype_policy=dtype_policy, **kwargs)
-    finally:
-        # Leave the process as we found it (tests and notebooks train again).
-        keras.mixed_precision.set_global_policy(previous)
-
-
-def _train(model_name, train_path=None, test_path=None, dev_path=None, embeddings=None,
-           epochs=None, batch_size=None, learning_rate=None, optimizer=None, max_length=None,
-           max_tokens=None, standardize="lower_and_split_punctuation", overrides=None,
-           output_dir=None, export_dir="saved_models", export=True, resume=False,
-           overwrite=False, seed=1234, demo_size=None, sample_text=None, verbose=None,
-           callbacks=None, strategy=None, projector=False, recipe=None, dataset=None,
-           data_dir=None, fold=None, phrases=False, max_sentences=None, dtype_policy=None):
-    from keras_posattn.training import distribute
-
-    started = time.time()
-    # A tf.distribute strategy must exist before TensorFlow runs an operation.
-    strategy = distribute.make_strategy(strategy)
-    num_workers = distribute.task()[2] if isinstance(
-        strategy, tf.distribute.MultiWorkerMirroredStrategy) else 1
-    demo = train_path is None and dataset is None
-    if recipe is None:
-        # On files with the default vectors (50d GloVe), a preset's tuned 50d
-        # recipe is the default; the paper's is one --recipe paper away.
-        vectors = embeddings or zoo.get_preset(model_name).get("recipe", {}).get("embeddings")
-        has_50d = "glove50d" in zoo.get_preset(model_name)
-        recipe = "50d" if (not demo and has_50d and vectors == "glove-6b-50d") else "paper"
-    settings = resolve_settings(
-        model_name, demo=demo, overrides=overrides, recipe_name=recipe, epochs=epochs,
-        batch_size=batch_size, learning_rate=learning_rate, optimizer=optimizer,
-    )
-    if dtype_policy:
-        policy, why = dtype_policy, "--dtype-policy"
-    else:
-        policy, why = settings.recipe.dtype_policy()
-    if policy:
-        keras.mixed_precision.set_global_policy(policy)
-        _log(f"Precision: {policy} ({why}).")
-    output_dir = Path(output_dir or Path("runs") / model_name)
-    if num_workers > 1:
-        # One batch shape for every worker, and no XLA across the collectives.
-        settings.recipe = settings.recipe.replace(buckets=False, jit_compile=False)
-        if not distribute.is_chief():
-            output_dir = output_dir.with_name(f"{output_dir.name}.worker{distribute.task()[1]}")
-            export = False
-    output_dir = prepare_output_dir(output_dir, resume, overwrite)
-    keras.utils.set_random_seed(seed)
-
-    data = prepare_data(
-        settings, train_path, test_path, dev_path, embeddings=embeddings,
-        max_length=max_length, max_tokens=max_tokens, standardize=standardize,
-        seed=seed, demo_size=demo_size, dataset=dataset, data_dir=data_dir, fold=fold,
-        phrases=phrases, max_sentences=max_sentences,
-    )
-    if strategy is not None:
-        with strategy.scope():
-            model = build_model(settings, data)
-        _log(f"Strategy: {type(strategy).__name__}, {strategy.num_replicas_in_sync} replicas, "
-             f"{num_workers} worker(s).")
-    else:
-        model = build_model(settings, data)
-    recipe = settings.recipe
-    _log(
-        f"Model: {model_name} ({settings.preset.get('description', '')})\n"
-        f"  {model.count_params():,} parameters; {settings.recipe_name} recipe: "
-        + ", ".join(f"{k}={v}" for k, v in recipe.as_dict().items()
-                    if v is not None and k != "embeddings")
-    )
-    history = fit(model, data, recipe, output_dir, seed=seed, callbacks=callbacks,
-                  verbose=verbose, resume=resume, num_workers=num_workers, projector=projector)
-    result = finish(settings, model, data, history, output_dir, export=export,
-                    export_dir=export_dir, sample_text=sample_text, seed=seed,
-                    num_workers=num_workers)
-
-    summary = dataclasses.asdict(result)
-    summary.update(
-        output_dir=str(output_dir),
-        export_dir=str(result.export_dir) if result.export_dir else None,
-        config=model.get_config(),
-        recipe=recipe.as_dict(),
-        recipe_name=settings.recipe_name,
-        dtype_policy=model.dtype_policy.name,
-        data=data.splits.description,
-        dataset=data.splits.name,
-        fold=data.splits.fold,
-        num_folds=data.splits.num_folds,
-        phrases=bool(phrases),
-        embeddings=data.vectors_name,
-        seconds=round(time.time() - started, 1),
-        versions={"tensorflow": tf.__version__, "keras": keras.__version__,
-                  "numpy": np.__version__},
-    )
-    (output_dir / "result.json").write_text(json.dumps(summary, indent=2, default=str))
-    return result
+    return Run(RunOptions(model_name=model_name, **options)).execute()

@@ -1,6 +1,6 @@
 """Reference builds of the zoo's architectures from stock Keras, for speed ratios.
 
-Each zoo family gets one module here, ``benchmarks/reference/<family>.py``,
+Each zoo family gets one module here, ``benchmarks/keras_posattn_reference/<family>.py``,
 that writes the same architecture the way a competent Keras user would
 without this library: ``keras.layers`` (``Embedding``, ``Dense``,
 ``Conv1D``, ``LSTM``, ``MultiHeadAttention``, ``LayerNormalization``,
@@ -53,7 +53,7 @@ def register(family):
 
 
 def load_all():
-    """Import every ``benchmarks/reference/<family>.py`` so that it registers."""
+    """Import every ``benchmarks/keras_posattn_reference/<family>.py`` so that it registers."""
     for module in pkgutil.iter_modules(__path__):
         if not module.name.startswith("_"):
             importlib.import_module(f"{__name__}.{module.name}")

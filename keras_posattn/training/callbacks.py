@@ -1,0 +1,220 @@
+"""The Keras callbacks a run trains with besides the recipe's.
+
+- ``AttentionImages``: a few fixed examples' attention maps, rendered by
+  ``attention_images.render_maps``, logged to TensorBoard's IMAGES tab after
+  every epoch; ``tensorboard_callbacks(model, data, log_dir)`` makes it (and
+  the model graph) for a run's first validation texts: the trainer and every
+  tuner trial use it.
+- ``ClassifierCheckpoint``: the model with its preprocessor and class names
+  (a ``TextClassifier``) saved after every epoch, so that an unfinished run
+  can be exported.
+- ``EpochHistory``: every epoch's logs in the run folder, so that a resumed
+  run's history (and ``result.json``) holds the epochs before the
+  interruption too.
+- ``CleanInterrupt``: Ctrl-C stops training at the end of a batch, never
+  inside a checkpoint's write, so the run can be resumed.
+
+Viewing the images: ``tensorboard --logdir <run>/logs``, IMAGES tab; the
+step slider is the (0-based) epoch.
+"""
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+import keras
+import numpy as np
+
+
+class AttentionImages(keras.callbacks.Callback):
+    """Log attention heat-maps of a few fixed examples to TensorBoard.
+
+    Args:
+      log_dir: TensorBoard log directory; images go to
+        ``os.path.join(log_dir, subdir)``.
+      attention_fn: ``attention_fn(token_ids) -> dict[str, array]`` (e.g.
+        ``model.attention_maps``); the maps as ``render_maps`` takes them.
+      token_ids: int array ``(batch, n)`` (or ``(batch, sentences, words)``
+        for hierarchical models) of fixed examples; only the first
+        ``max_examples`` rows are passed to ``attention_fn``.
+      tokens: list (one per example) of lists of the real token strings
+        (one label per sentence for sentence-level maps).
+      every_n_epochs: write after every ``every_n_epochs``-th epoch (epochs
+        ``every_n_epochs - 1``, ``2 * every_n_epochs - 1``, ...); the last
+        epoch is also written at train end if it was not already.
+      max_examples: at most this many examples are rendered.
+      subdir: sub-directory of ``log_dir`` for the event files.
+
+    The summary step is the 0-based epoch index. ``write(step)`` can be
+    called directly, outside ``fit``.
+    """
+
+    def __init__(self, log_dir, attention_fn, token_ids, tokens, every_n_epochs=1,
+                 max_examples=3, subdir="attention"):
+        super().__init__()
+        if every_n_epochs < 1:
+            raise ValueError("`every_n_epochs` must be >= 1.")
+        self.log_dir = os.fspath(log_dir)
+        self.subdir = subdir
+        self.attention_fn = attention_fn
+        self.token_ids = np.asarray(token_ids)
+        if self.token_ids.ndim < 2:
+            raise ValueError(f"`token_ids` must be (batch, n) or (batch, sentences, words), "
+                             f"got {self.token_ids.shape}.")
+        self.tokens = [list(t) for t in tokens]
+        self.every_n_epochs = int(every_n_epochs)
+        self.max_examples = int(max_examples)
+        self._writer = None
+        self._last_epoch = None
+        self._last_written = None
+
+    @property
+    def images_dir(self):
+        return os.path.join(self.log_dir, self.subdir)
+
+    def close(self):
+        """Flush and close the event file (a later write reopens one)."""
+        if self._writer is not None:
+            self._writer.flush()
+            self._writer.close()
+            self._writer = None
+
+    def render(self):
+        """Run ``attention_fn`` and return ``{tag: image}`` without writing."""
+        from keras_posattn.training.attention_images import render_maps
+
+        k = max(0, min(self.max_examples, self.token_ids.shape[0], len(self.tokens)))
+        if k == 0:
+            return {}
+        return render_maps(self.attention_fn(self.token_ids[:k]), self.tokens[:k])
+
+    def write(self, step):
+        """Render and write all images at ``step``; returns ``{tag: image}``."""
+        import tensorflow as tf
+
+        images = self.render()
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self.images_dir)
+        with self._writer.as_default():
+            for tag, img in images.items():
+                tf.summary.image(tag, img[None], step=int(step), max_outputs=1)
+        self._writer.flush()
+        self._last_written = int(step)
+        return images
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._last_epoch = int(epoch)
+        if (epoch + 1) % self.every_n_epochs == 0:
+            self.write(epoch)
+
+    def on_train_end(self, logs=None):
+        if self._last_epoch is not None and self._last_written != self._last_epoch:
+            self.write(self._last_epoch)
+        if self._writer is not None:
+            self._writer.flush()
+
+
+def tensorboard_callbacks(model, data, log_dir, count=3):
+    """What a run writes to TensorBoard beside the scalars, for a training
+    run and every tuner trial alike: ``AttentionImages`` of ``model``'s maps
+    for the first ``count`` validation texts of ``data`` (a
+    ``PreparedData``) and the model's graph (``tensorboard.ModelGraph``)."""
+    from keras_posattn.training.tensorboard import ModelGraph
+
+    ids, tokens = data.samples(count)
+    return [AttentionImages(str(log_dir), model.attention_maps, ids, tokens),
+            ModelGraph(log_dir, ids)]
+
+
+class ClassifierCheckpoint(keras.callbacks.Callback):
+    """Save the model with its preprocessor and class names (a
+    ``TextClassifier``: raw strings in) after every epoch, so an unfinished
+    run can be exported (``keras-posattn export <run folder>``)."""
+
+    def __init__(self, preprocessor, label_names, path):
+        super().__init__()
+        self.preprocessor = preprocessor
+        self.label_names = list(label_names)
+        self.path = Path(path)
+
+    def on_epoch_end(self, epoch, logs=None):
+        from keras_posattn.models import TextClassifier
+
+        TextClassifier(self.preprocessor, self.model, label_names=self.label_names,
+                       name=f"{self.model.name}_text").save(self.path)
+
+
+class EpochHistory(keras.callbacks.Callback):
+    """Every epoch's logs, kept in a run folder's ``history.json`` (rewritten
+    after each epoch), across resumes: Keras' own ``History`` holds only the
+    epochs of one ``fit`` call.
+
+    Args:
+        folder: the run's ``RunFolder``.
+        resume: keep the epochs already written (an interrupted run's).
+    """
+
+    def __init__(self, folder, resume=False):
+        super().__init__()
+        self.folder = folder
+        self.epochs = folder.read_history() if resume else {}
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs = {k: v for k, v in self.epochs.items() if k < epoch}
+        self.epochs[int(epoch)] = {k: float(v) for k, v in (logs or {}).items()
+                                   if np.ndim(v) == 0}
+        self.folder.write_history(self.epochs)
+
+    def history(self):
+        """``{metric: [value of each epoch, in order]}``, as ``History.history``."""
+        names = []
+        for logs in self.epochs.values():
+            names += [n for n in logs if n not in names]
+        return {n: [self.epochs[e][n] for e in sorted(self.epochs) if n in self.epochs[e]]
+                for n in names}
+
+
+class CleanInterrupt(keras.callbacks.Callback):
+    """Ctrl-C (SIGINT) during ``fit`` stops training at the end of the batch
+    (or epoch) it arrives in, by raising ``KeyboardInterrupt`` there: after
+    the epoch's checkpoints are written, never inside one, so the run folder
+    holds a resumable run. A second Ctrl-C interrupts at once.
+
+    Use it as a context manager around ``fit`` (it installs its handler in the
+    main thread and puts the previous one back)::
+
+        with CleanInterrupt() as stop:
+            model.fit(..., callbacks=[..., stop])   # last, after the checkpoints
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, self._request)
+            # None: a handler not set from Python; Ctrl-C then interrupts as usual.
+            self._previous = signal.default_int_handler if previous is None else previous
+        return self
+
+    def __exit__(self, *exc_info):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def _request(self, signum, frame):
+        self.requested = True
+        signal.signal(signal.SIGINT, self._previous)  # a second Ctrl-C: at once
+
+    def _stop_if_requested(self):
+        if self.requested:
+            raise KeyboardInterrupt("stopped at the end of a batch")
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._stop_if_requested()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._stop_if_requested()
