@@ -148,3 +148,26 @@ def test_epn_paper_recipe_keeps_the_top_30000_words_and_epsilon(tmp_path):
     assert data.preprocessor.vocabulary_size == 5
     data = trainer.prepare_data(small, options(max_tokens=7))
     assert data.preprocessor.vocabulary_size == 7
+
+
+@pytest.mark.parametrize("name", ["hcan", "hcan_flat"])
+def test_hcan_document_dropout_is_the_released_codes_switch(name):
+    # The released code drops out the document vector (keep 0.9) before the
+    # classifier; the paper gives no such dropout, so it is off by default.
+    small = dict(vocabulary_size=30, num_classes=3, embedding_dim=8, units=8, num_heads=2,
+                 dropout=0.0)
+    ids = np.arange(1, 25).reshape((1, 4, 6) if name == "hcan" else (1, 24)) % 30
+
+    def draws(model):
+        return [keras.ops.convert_to_numpy(model(ids, training=True)) for _ in range(5)]
+
+    plain = zoo.build(name, **small)
+    assert plain.head.dropout == 0.0
+    assert all(np.allclose(draws(plain)[0], d) for d in draws(plain))
+    model = zoo.build(name, document_dropout=0.1, **small)
+    assert model.head.dropout == 0.1 and model.get_config()["document_dropout"] == 0.1
+    np.testing.assert_allclose(model(ids, training=False), model(ids, training=False))
+    outputs = draws(model)
+    assert any(not np.allclose(outputs[0], d) for d in outputs[1:])
+    with pytest.raises(ValueError, match="document_dropout"):
+        zoo.build(name, document_dropout=1.0, **small)

@@ -135,6 +135,8 @@ class _HCANBase(ZooModel):
         self.check_contract(a["vocabulary_size"], a["num_classes"], a["max_length"], a["dropout"],
                             a["embedding_dim"], a["trainable_embeddings"], a["embedding_l2"])
         _check(a["self_attentions"], a["pooling"], a["units"], a["num_heads"])
+        if not 0.0 <= float(a["document_dropout"]) < 1.0:
+            raise ValueError(f"document_dropout must be in [0, 1), got {a['document_dropout']}.")
         block = {k: a[k] for k in ("dropout", "units", "num_heads", "kernel_size",
                                    "self_attentions", "pooling", "project_values",
                                    "layer_norm_epsilon")}
@@ -148,7 +150,9 @@ class _HCANBase(ZooModel):
                           unfold=UnfoldSentences(name="unfold_sentences"))
         for role, (prefix, positions) in levels.items():
             layers[role] = _block(prefix, int(positions), **block)
-        layers["head"] = self.make_head(a["num_classes"])
+        # The released code drops out the document vector (keep 0.9) before
+        # the classifier; the paper does not say so: document_dropout.
+        layers["head"] = self.make_head(a["num_classes"], dropout=a["document_dropout"])
 
         # === Functional Model ===
         token_ids = self.preprocessor_cls.model_input()
@@ -189,6 +193,9 @@ class HCAN(_HCANBase):
         project_values: whether the target attention projects its values
             (eq. 5 as printed) or uses the sequence (released code).
         layer_norm_epsilon: of the self-attentions' layer normalisation.
+        document_dropout: dropout on the document vector before the
+            classifier: 0 (the paper, which gives none) or 0.1 (the released
+            code's ``keep_prob`` 0.9 there).
 
     Attention maps (``attention_maps``): ``"sentence_self_attention"``
     (batch, S, S) and, with two self-attentions,
@@ -218,6 +225,7 @@ class HCAN(_HCANBase):
         pooling="target",
         project_values=False,
         layer_norm_epsilon=1e-6,
+        document_dropout=0.0,
         **kwargs,
     ):
         if max_length is None or max_sentences is None or int(max_sentences) < 1:
@@ -248,7 +256,8 @@ class FlatHCAN(_HCANBase):
 
     Token ids (batch, n) in (``TextPreprocessor``), logits out: positions,
     dropout, convolutional self-attention(s), target attention or max pool,
-    classifier. Arguments as ``HCAN``'s, without ``max_sentences``;
+    classifier. Arguments as ``HCAN``'s (``document_dropout`` on the pooled
+    text vector), without ``max_sentences``;
     ``max_length`` is the longest text the position table holds.
 
     Attention maps: ``"self_attention"`` (batch, n, n) (and
@@ -273,6 +282,7 @@ class FlatHCAN(_HCANBase):
         pooling="target",
         project_values=False,
         layer_norm_epsilon=1e-6,
+        document_dropout=0.0,
         **kwargs,
     ):
         if max_length is None:
