@@ -434,22 +434,15 @@ def write_model_config(base_dir, num_versions=2):
 
     Start the server with ``--model_config_file=/models/models.config``.
     """
-    from google.protobuf import text_format
-    from tensorflow_serving.config import model_server_config_pb2
+    from keras_posattn.serving_files import model_server_config
 
     base_dir = Path(base_dir)
-    config = model_server_config_pb2.ModelServerConfig()
-    for folder in sorted(p for p in base_dir.iterdir() if p.is_dir()):
-        if not _existing_versions(folder):
-            continue
-        entry = config.model_config_list.config.add()
-        entry.name = folder.name
-        entry.base_path = f"/models/{folder.name}"
-        entry.model_platform = "tensorflow"
-        entry.model_version_policy.latest.num_versions = num_versions
+    models = [(folder.name, f"/models/{folder.name}", num_versions)
+              for folder in sorted(p for p in base_dir.iterdir() if p.is_dir())
+              if _existing_versions(folder)]
     path = base_dir / MODEL_CONFIG_FILE
     tmp = base_dir / f".{MODEL_CONFIG_FILE}.{secrets.token_hex(4)}"
-    tmp.write_text(text_format.MessageToString(config), encoding="utf-8")
+    tmp.write_text(model_server_config(models), encoding="utf-8")
     os.replace(tmp, path)
     return path
 
@@ -515,23 +508,15 @@ def _write_warmup_requests(export_dir, name):
     """``assets.extra/tf_serving_warmup_requests``: PredictionLog TFRecords
     that TF Serving replays before it serves a version, one request per
     batch size of ``WARMUP_BATCH_SIZES``."""
-    from tensorflow_serving.apis import model_pb2
-    from tensorflow_serving.apis import predict_pb2
-    from tensorflow_serving.apis import prediction_log_pb2
+    from keras_posattn.serving_files import predict_log
 
     path = Path(export_dir) / "assets.extra" / WARMUP_FILE
     path.parent.mkdir(exist_ok=True)
     with tf.io.TFRecordWriter(str(path)) as writer:
         for batch in WARMUP_BATCH_SIZES:
             texts = [_WARMUP_TEXTS[i % len(_WARMUP_TEXTS)] for i in range(batch)]
-            request = predict_pb2.PredictRequest(
-                model_spec=model_pb2.ModelSpec(name=name, signature_name=SERVING_SIGNATURE),
-            )
-            request.inputs[INPUT_KEY].CopyFrom(tf.make_tensor_proto(texts, dtype=tf.string))
-            log = prediction_log_pb2.PredictionLog(
-                predict_log=prediction_log_pb2.PredictLog(request=request)
-            )
-            writer.write(log.SerializeToString())
+            inputs = {INPUT_KEY: tf.make_tensor_proto(texts, dtype=tf.string)}
+            writer.write(predict_log(name, SERVING_SIGNATURE, inputs))
 
 
 # --------------------------------------------------------------------------

@@ -47,6 +47,12 @@ class ServedModel:
     """
 
     def __init__(self, path, name=None):
+        try:
+            import tensorflow_serving.apis  # noqa: F401
+        except ImportError:
+            raise ImportError("ServedModel answers TF Serving's request protos, which need "
+                              "tensorflow-serving-api: pip install 'keras-posattn[serving]'"
+                              ) from None
         self.path = Path(path)
         self.version = int(self.path.name)
         self.name = name or self.path.parent.name
