@@ -223,16 +223,14 @@ def _reproduce(args, options):
 
 
 def _export(args, options):
-    import tensorflow as tf
-
-    from keras_posattn.export import export_saved_model, load_classifier
+    from keras_posattn.export import ExportedModel, export_saved_model, load_classifier
 
     classifier = load_classifier(args.source)
     base = options.pop("export_dir", "saved_models")
     name = options.pop("name", None) or classifier.model.name
     path = export_saved_model(classifier, name=name, base_dir=base, **options)
     size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    signatures = ", ".join(sorted(tf.saved_model.load(str(path)).signatures))
+    signatures = ", ".join(sorted(ExportedModel(path).loaded.signatures))
     print(f"Exported {path} ({size / 1e6:.1f} MB): signatures {signatures}.")
     base = Path(base).resolve()
     print(f"TF Serving model config: {base / 'models.config'}")

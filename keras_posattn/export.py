@@ -211,6 +211,7 @@ def export_saved_model(
     warmup: bool = True,
     model_config: bool = True,
     merge_embedding: bool = True,
+    metadata: dict | None = None,
 ) -> Path:
     """Export a ``TextClassifier`` as ``<base_dir>/<name>/<version>/``.
 
@@ -231,6 +232,8 @@ def export_saved_model(
         merge_embedding: export frozen pretrained and trained OOV rows as
             one table (see ``serving_classifier``); False keeps the two
             tables of training (larger, for comparisons).
+        metadata: more JSON-ready entries for ``assets.extra``'s description
+            (the trainer adds how the run's word vectors were made).
 
     Returns:
         ``pathlib.Path`` of the version directory written.
@@ -273,7 +276,7 @@ def export_saved_model(
     try:
         archive.write_out(str(tmp_dir), verbose=False)
         _set_classify_method(tmp_dir)
-        _write_assets(tmp_dir, served, label_names)
+        _write_assets(tmp_dir, served, label_names, metadata)
         if warmup:
             _write_warmup_requests(tmp_dir, name)
         _commit(tmp_dir, model_dir / str(version), model_dir, version)
@@ -353,6 +356,12 @@ def load_classifier(path):
     return loaded
 
 
+def read_metadata(path):
+    """The export's ``assets.extra`` description (``{}`` if it has none)."""
+    file = Path(path) / "assets.extra" / METADATA_FILE
+    return json.loads(file.read_text(encoding="utf-8")) if file.exists() else {}
+
+
 class ExportedModel:
     """An exported version folder, read (TensorFlow only): the one place an
     export is loaded, for ``predict_exported``, ``keras-posattn attention``
@@ -372,6 +381,12 @@ class ExportedModel:
         saved_model = saved_model_pb2.SavedModel()
         saved_model.ParseFromString((self.path / "saved_model.pb").read_bytes())
         self.signature_defs = dict(saved_model.meta_graphs[0].signature_def)
+        self.metadata = read_metadata(self.path)
+        if self.metadata.get("requires_tensorflow_text"):
+            # Its preprocessor's ops (WordPiece) register with this import.
+            from keras_posattn.preprocessing import require_tensorflow_text
+
+            require_tensorflow_text()
         self.loaded = tf.saved_model.load(str(self.path))
 
     def signature(self, name=SERVING_SIGNATURE):
@@ -470,7 +485,7 @@ def _set_classify_method(export_dir):
     path.write_bytes(saved_model.SerializeToString())
 
 
-def _write_assets(export_dir, classifier, label_names):
+def _write_assets(export_dir, classifier, label_names, extra_metadata=None):
     """Class names and vocabulary as assets; a JSON description as assets.extra."""
     assets = Path(export_dir) / "assets"
     assets.mkdir(exist_ok=True)
@@ -494,10 +509,16 @@ def _write_assets(export_dir, classifier, label_names):
                                  "-> probabilities, class_id, label",
             CLASSIFY_SIGNATURE: "inputs (serialized tf.Example, feature 'text') -> classes, scores",
         },
-        "requires_tensorflow_text": False,
+        "requires_tensorflow_text": bool(getattr(preprocessor, "needs_tensorflow_text", False)),
         "tensorflow": tf.__version__,
         "keras": keras.__version__,
     }
+    if metadata["requires_tensorflow_text"]:
+        import tensorflow_text
+
+        metadata["tensorflow_text"] = tensorflow_text.__version__
+        metadata["custom_ops"] = ["FastWordpieceTokenizeWithOffsets"]
+    metadata.update(extra_metadata or {})
     if model.attention_tensors(preprocessor(tf.constant([_PROBE_TEXT]))):
         metadata["signatures"][ATTENTION_SIGNATURE] = (
             "text -> token_ids and each attention map of the model (keras-posattn attention)")

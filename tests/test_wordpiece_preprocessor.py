@@ -226,12 +226,15 @@ def test_export_reloads_with_tensorflow_text(exported):
     assert vocabulary[:-1] == classifier.preprocessor.vocabulary
     metadata = json.loads((path / "assets.extra" / "keras_posattn.json").read_text())
     assert metadata["preprocessor"] == "WordPiecePreprocessor"
+    assert metadata["requires_tensorflow_text"] is True
+    assert metadata["custom_ops"] == ["FastWordpieceTokenizeWithOffsets"]
 
 
 def test_export_needs_tensorflow_text_ops_only_for_wordpiece(exported, tmp_path):
     """In a fresh process: the library imports without tensorflow-text; the
     export's only op unknown to core TensorFlow is the WordPiece one, and it
-    does not load until ``import tensorflow_text``, after which it predicts."""
+    does not load until ``import tensorflow_text``; ``predict_exported``
+    (``ExportedModel``) imports it itself, as the export's metadata asks."""
     _, path = exported
     from tensorflow.core.protobuf import saved_model_pb2
 
@@ -252,7 +255,6 @@ try:
     print("LOADED WITHOUT TF TEXT")
 except Exception:
     print("FAILED WITHOUT TF TEXT")
-keras_posattn.preprocessing.require_tensorflow_text()
 probabilities = keras_posattn.export.predict_exported(sys.argv[1], ["the game"])["probabilities"]
 print("PROBABILITIES", probabilities.sum())
 """
