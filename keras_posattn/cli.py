@@ -26,6 +26,7 @@ from keras_posattn.datasets import catalog
 from keras_posattn.training.settings import RECIPES
 from keras_posattn.training.settings import STANDARDIZE
 from keras_posattn.training.settings import STRATEGIES
+from keras_posattn.training.settings import TOKENIZERS
 from keras_posattn.training.settings import TUNERS
 from keras_posattn.training.settings import TrainingError
 from keras_posattn.training.settings import parse_overrides
@@ -107,10 +108,17 @@ OPTIONS = {option.dest: option for option in (
             "subj, mpqa; default 0)"),
     _option("--phrases", "phrases", action="store_true",
             help="train on every labelled phrase of SST's training trees (sst5, sst2)"),
-    _option("--embeddings", "embeddings", help="'glove-6b-50d' (default on files), a GloVe/"
-            "word2vec text file, or 'none' for random initialisation"),
+    _option("--embeddings", "embeddings", help="'glove-6b-50d' (default on files), "
+            "'domain[-skipgram|-cbow][-<dim>d][+glove-6b-50d]' (fastText vectors trained on the "
+            "training texts; the 'domain' extra), a GloVe/word2vec text file, or 'none' for "
+            "random initialisation"),
+    _option("--unlabeled", "unlabeled", help="a file of more texts (one a line, .jsonl with "
+            "'text', .tsv's last column, or a folder of .txt) the in-domain vectors also train on"),
+    _option("--tokenizer", "tokenizer", choices=TOKENIZERS, help="words (default) or "
+            "wordpiece: subword pieces learned on the training texts (flat models, "
+            "--embeddings none; needs the 'wordpiece' extra)"),
     _option("--max-length", "max_length", type=int, help="tokens kept per text (per sentence "
-            "for hierarchical models)"),
+            "for hierarchical models; default: whole texts, the 99th percentile of long ones)"),
     _option("--max-sentences", "max_sentences", type=int,
             help="sentences kept per document (hierarchical models: hcan, han)"),
     _option("--max-tokens", "max_tokens", type=int, help="vocabulary size cap"),
@@ -177,10 +185,10 @@ OPTIONS = {option.dest: option for option in (
 
 
 DATA = ("train_path", "test_path", "dev_path", "dataset", "data_dir", "fold", "phrases",
-        "embeddings", "max_length", "max_sentences", "max_tokens", "standardize", "seed",
-        "demo_size")
-PREPROCESSING = ("embeddings", "max_length", "max_sentences", "max_tokens", "standardize",
-                 "phrases")
+        "embeddings", "unlabeled", "tokenizer", "max_length", "max_sentences", "max_tokens",
+        "standardize", "seed", "demo_size")
+PREPROCESSING = ("embeddings", "unlabeled", "tokenizer", "max_length", "max_sentences",
+                 "max_tokens", "standardize", "phrases")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -342,6 +342,8 @@ def reproduce(model_name, dataset, runs=3, recipe=None, folds=None, data_dir=Non
         unit, summary = _train_unit(model_name, dataset, data_dir, run, fold, int(seed) + run,
                                     label, epochs, book.runs_dir / key, progress, train_kwargs)
         record["vectors"] = summary.get("embeddings")
+        if summary.get("embeddings_info"):
+            record.setdefault("vectors_info", {})[key] = summary["embeddings_info"]
         record["recipe_used"] = summary.get("recipe_name")
         record["units"][key] = unit
         book.save()

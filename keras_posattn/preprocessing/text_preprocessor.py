@@ -126,6 +126,7 @@ class TextPreprocessor(keras.layers.Layer):
         split="whitespace",
         length_cap=None,
         length_percentile=None,
+        keep_longest_up_to=None,
         **kwargs,
     ):
         """A preprocessor whose vocabulary is counted on ``texts``.
@@ -141,12 +142,16 @@ class TextPreprocessor(keras.layers.Layer):
             length_cap: upper bound for an automatic ``max_length``.
             length_percentile: percentile (0-100) of the training lengths
                 used as automatic ``max_length``.
+            keep_longest_up_to: with ``length_percentile``, keep the longest
+                text whole when it has at most this many tokens (short texts
+                lose nothing; long documents are cut at the percentile).
             **kwargs: other constructor arguments.
         """
         texts = cls._check_texts(texts)
         counts, lengths = tokenizer_lib.count_tokens(texts, standardize, split)
         words = cls._words(counts, max_tokens, min_count, len(texts))
-        max_length = cls.automatic_length(lengths, max_length, length_percentile, length_cap)
+        max_length = cls.automatic_length(lengths, max_length, length_percentile, length_cap,
+                                          keep_longest_up_to)
         return cls(
             vocabulary=[PAD_TOKEN, OOV_TOKEN] + words,
             max_length=max_length,
@@ -174,14 +179,18 @@ class TextPreprocessor(keras.layers.Layer):
         return words
 
     @staticmethod
-    def automatic_length(lengths, length=None, percentile=None, cap=None):
+    def automatic_length(lengths, length=None, percentile=None, cap=None,
+                         keep_longest_up_to=None):
         """``length`` if given, else the longest of ``lengths`` (or their
-        ``percentile``, 0-100), capped at ``cap``; at least 1."""
+        ``percentile``, 0-100, unless the longest is at most
+        ``keep_longest_up_to``), capped at ``cap``; at least 1."""
         if length is not None:
             return int(length)
         lengths = np.asarray(lengths)
         if not lengths.size:
             return 1
+        if keep_longest_up_to is not None and lengths.max() <= keep_longest_up_to:
+            percentile = None
         if percentile is not None:
             if not 0 <= percentile <= 100:
                 raise ValueError(f"length_percentile must be in [0, 100], got {percentile}.")

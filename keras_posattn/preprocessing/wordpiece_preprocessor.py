@@ -214,6 +214,7 @@ class WordPiecePreprocessor(TextPreprocessor):
         split="whitespace",
         length_cap=None,
         length_percentile=None,
+        keep_longest_up_to=None,
         **kwargs,
     ):
         """A preprocessor whose WordPiece vocabulary is learned on ``texts``.
@@ -228,7 +229,8 @@ class WordPiecePreprocessor(TextPreprocessor):
             min_count: the lowest training frequency of a piece longer than
                 one character.
             standardize, split: as for the layer.
-            length_cap, length_percentile: as for ``TextPreprocessor``.
+            length_cap, length_percentile, keep_longest_up_to: as for
+                ``TextPreprocessor``.
             **kwargs: other constructor arguments.
         """
         texts = cls._check_texts(texts)
@@ -238,7 +240,8 @@ class WordPiecePreprocessor(TextPreprocessor):
         options = dict(standardize=standardize, split=split, **kwargs)
         if max_length is None:
             lengths = cls(vocabulary, **options).piece_counts(texts)
-            max_length = cls.automatic_length(lengths, None, length_percentile, length_cap)
+            max_length = cls.automatic_length(lengths, None, length_percentile, length_cap,
+                                              keep_longest_up_to)
         return cls(vocabulary, max_length=max_length, **options)
 
     # --- the graph --------------------------------------------------------

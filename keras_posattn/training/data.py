@@ -27,6 +27,9 @@ class PreparedData:
     preprocessor: object
     vectors: object = None  # keras_posattn.word_vectors.EmbeddingInit
     vectors_name: str = None
+    #: How the vectors were made (in-domain vectors: ``domain_vectors.metadata``),
+    #: for result.json, reproduce's records and the export's description.
+    vectors_info: dict = None
 
     @property
     def label_names(self):
@@ -73,8 +76,32 @@ def _load_splits(settings, options):
                                  seed=options.seed)
 
 
-def _make_preprocessor(settings, options, splits, length_cap=400):
-    preprocessor_cls = settings.family.preprocessor_cls
+#: Whole documents: an automatic length keeps the longest training text when
+#: it has at most this many tokens, else the 99th percentile of the training
+#: lengths (documents), and a document keeps the 99th percentile of sentences
+#: (at most ``SENTENCES_CAP``) of the 99th percentile of words.
+KEEP_LONGEST_UP_TO = 400
+LENGTH_PERCENTILE = 99
+SENTENCES_CAP = 128
+
+
+def _preprocessor_class(settings, options):
+    cls = settings.family.preprocessor_cls
+    if options.tokenizer not in (None, "words"):
+        from keras_posattn.preprocessing import WordPiecePreprocessor
+
+        if cls.input_rank != 1:
+            raise TrainingError(f"--tokenizer {options.tokenizer} applies to flat models; "
+                                f"{settings.model_name!r} reads documents as sentences of words.")
+        if str(options.embeddings).lower() not in ("none", ""):
+            raise TrainingError("WordPiece pieces have no pretrained word vectors: pass "
+                                "--embeddings none with --tokenizer wordpiece.")
+        cls = WordPiecePreprocessor
+    return cls
+
+
+def _make_preprocessor(settings, options, splits):
+    preprocessor_cls = _preprocessor_class(settings, options)
     extra = {}
     if options.max_sentences is not None:
         if preprocessor_cls.input_rank != 2:
@@ -82,13 +109,14 @@ def _make_preprocessor(settings, options, splits, length_cap=400):
                                 f"not {settings.model_name!r}.")
         extra["max_sentences"] = options.max_sentences
     if preprocessor_cls.input_rank == 2:
-        # Sentences are short: no cap of the flat texts' kind on their length.
-        length_cap = None
+        extra.update(sentences_percentile=LENGTH_PERCENTILE, sentences_cap=SENTENCES_CAP)
+    else:
+        extra["keep_longest_up_to"] = KEEP_LONGEST_UP_TO
     standardize = None if options.standardize in ("none", "", None) else options.standardize
     preprocessor = preprocessor_cls.from_texts(
         splits.train.texts, max_length=options.max_length,
         max_tokens=options.max_tokens or settings.recipe.max_tokens,
-        standardize=standardize, length_cap=length_cap, **extra,
+        standardize=standardize, length_percentile=LENGTH_PERCENTILE, **extra,
     )
     sizes = preprocessor.model_sizes()
     shape = (f"at most {sizes['max_sentences']} sentences of {sizes['max_length']} words "
@@ -98,19 +126,43 @@ def _make_preprocessor(settings, options, splits, length_cap=400):
     return preprocessor
 
 
-def _load_vectors(settings, options, preprocessor):
-    """``(EmbeddingInit or None, the vectors' name)``: the options' vectors,
-    else the recipe's when training on files, none on the embedded task."""
+def _load_vectors(settings, options, preprocessor, splits):
+    """``(EmbeddingInit or None, the vectors' name, how they were made)``:
+    the options' vectors, else the recipe's when training on files, none on
+    the embedded task. In-domain vectors (``domain...``) are trained here on
+    the training split's tokens (and ``options.unlabeled``'s), as the
+    preprocessor tokenises them."""
+    from keras_posattn import domain_vectors
+    from keras_posattn import word_vectors
+
     embeddings = options.embeddings
     defaulted = embeddings is None and not settings.demo
     if defaulted:
         embeddings = settings.recipe.embeddings
-    if str(embeddings).lower() in ("none", ""):
-        return None, None
-    from keras_posattn import word_vectors
-
     try:
-        loaded = word_vectors.load_word_vectors(embeddings)
+        spec = domain_vectors.parse_spec(embeddings)
+    except ValueError as e:
+        raise TrainingError(str(e)) from None
+    if options.unlabeled is not None and spec is None:
+        raise TrainingError("--unlabeled texts train in-domain vectors: pass --embeddings "
+                            "domain (or domain-<method>-<dim>d[+glove-6b-50d]) with it.")
+    if str(embeddings).lower() in ("none", ""):
+        return None, None, None
+    info = None
+    try:
+        if spec is not None:
+            unlabeled = None
+            if options.unlabeled is not None:
+                unlabeled = preprocessor.tokenize(domain_vectors.read_unlabeled(options.unlabeled))
+            loaded = domain_vectors.train_domain_vectors(
+                preprocessor.tokenize(splits.train.texts), spec, seed=options.seed,
+                unlabeled_token_lists=unlabeled, progress=_log)
+            info = domain_vectors.metadata(loaded)
+            info.pop("cache_file", None)  # a local path
+            name = spec.name
+        else:
+            loaded = word_vectors.load_word_vectors(embeddings)
+            name = loaded.name
     except ImportError as e:
         if not defaulted:
             raise
@@ -121,10 +173,10 @@ def _load_vectors(settings, options, preprocessor):
     vectors = word_vectors.build_embedding_matrix(preprocessor.vocabulary, loaded,
                                                   seed=options.seed)
     _log(
-        f"Embeddings: {loaded.name}, {loaded.dim}d, covering {vectors.coverage:.1%} of the "
+        f"Embeddings: {name}, {loaded.dim}d, covering {vectors.coverage:.1%} of the "
         "vocabulary (the rest initialised U(-0.05, 0.05))."
     )
-    return vectors, loaded.name
+    return vectors, name, info
 
 
 def prepare_data(settings, options):
@@ -149,5 +201,5 @@ def prepare_data(settings, options):
         f"{len(splits.label_names)} classes: {', '.join(splits.label_names)}"
     )
     preprocessor = _make_preprocessor(settings, options, splits)
-    vectors, name = _load_vectors(settings, options, preprocessor)
-    return PreparedData(splits, preprocessor, vectors, name)
+    vectors, name, info = _load_vectors(settings, options, preprocessor, splits)
+    return PreparedData(splits, preprocessor, vectors, name, info)

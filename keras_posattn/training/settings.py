@@ -39,6 +39,10 @@ TUNERS = ("random", "bayesian", "hyperband")
 #: The vectors the 50d recipes were tuned for.
 GLOVE_50D = "glove-6b-50d"
 
+#: How texts become tokens (``RunOptions.tokenizer``): the words of the
+#: standardised text, or WordPiece pieces learned on the training texts.
+TOKENIZERS = ("words", "wordpiece")
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RunOptions:
@@ -48,8 +52,9 @@ class RunOptions:
     ``dataset`` (a benchmark set by name, read from ``data_dir``, with
     ``fold`` and ``phrases``); neither: the embedded default task
     (``demo_size`` examples). ``embeddings``, ``max_length``,
-    ``max_tokens``, ``max_sentences``, ``standardize``: the preprocessor and
-    the word vectors. ``seed`` fixes splits, data order and initialisation.
+    ``max_tokens``, ``max_sentences``, ``standardize``, ``tokenizer``: the
+    preprocessor and the word vectors; ``unlabeled``: a file of more texts
+    the in-domain vectors (``embeddings="domain..."``) also train on. ``seed`` fixes splits, data order and initialisation.
 
     Model and recipe: ``recipe`` (a name of ``RECIPES``; default:
     ``default_recipe_name``), ``overrides`` (constructor arguments),
@@ -70,6 +75,8 @@ class RunOptions:
     fold: int = None
     phrases: bool = False
     embeddings: str = None
+    unlabeled: object = None
+    tokenizer: str = "words"
     max_length: int = None
     max_tokens: int = None
     max_sentences: int = None
@@ -215,12 +222,19 @@ def check_overrides(model_name, family, overrides):
 def default_recipe_name(model_name, demo, embeddings=None):
     """The recipe a run uses when none is named: on files with the 50d GloVe
     vectors (the recipe's default vectors unless ``embeddings`` names
-    others), a preset's tuned ``50d`` recipe; the paper's otherwise."""
+    others) or with in-domain vectors (``domain...``, alone or with GloVe),
+    a preset's ``50d`` recipe, the one chosen on dev data for the vectors at
+    hand; the paper's otherwise (the paper's own vectors, or none)."""
     from keras_posattn import zoo
+    from keras_posattn.domain_vectors import parse_spec
 
     preset = zoo.get_preset(model_name)
     vectors = embeddings or preset.get("recipe", {}).get("embeddings")
-    return "50d" if (not demo and "glove50d" in preset and vectors == GLOVE_50D) else "paper"
+    try:
+        ours = vectors == GLOVE_50D or parse_spec(vectors) is not None
+    except ValueError:  # a malformed domain spec: prepare_data says what is wrong
+        ours = False
+    return "50d" if (not demo and "glove50d" in preset and ours) else "paper"
 
 
 def resolve_settings(model_name, demo, overrides=None, recipe_name="paper", **recipe_changes):

@@ -347,8 +347,12 @@ class Run:
         from keras_posattn.export import ExportedModel
         from keras_posattn.export import export_saved_model
 
+        trained_with = {"embeddings": data.vectors_name}
+        if data.vectors_info:
+            trained_with["embeddings_info"] = data.vectors_info
         result.export_dir = export_saved_model(classifier, name=name,
-                                               base_dir=self.options.export_dir)
+                                               base_dir=self.options.export_dir,
+                                               metadata={"trained_with": trained_with})
         _log(f"Exported SavedModel: {result.export_dir}")
         sample_text = self.options.sample_text or data.splits.sample_text
         if sample_text:
@@ -377,6 +381,8 @@ class Run:
             num_folds=splits.num_folds,
             phrases=bool(o.phrases),
             embeddings=self.data.vectors_name,
+            embeddings_info=self.data.vectors_info,
+            tokenizer=type(self.data.preprocessor).__name__,
             seconds=round(seconds, 1),
             versions={"tensorflow": tf.__version__, "keras": keras.__version__,
                       "numpy": np.__version__},
