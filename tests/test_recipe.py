@@ -52,7 +52,7 @@ def test_a_presets_50d_recipe_opts_into_bfloat16_only_where_native(monkeypatch):
     assert resolve_settings("dpcnn", demo=False, recipe_name="50d").recipe.dtype_policy()[0] == (
         "mixed_bfloat16")
     plus = resolve_settings("dpcnn_plus", demo=False, recipe_name="50d").recipe
-    assert plus.dtype_policy()[0] is None and plus.select_best and plus.epochs == 15
+    assert plus.dtype_policy()[0] is None and plus.select_best and plus.epochs == 30 and plus.early_stopping == 2
     monkeypatch.setattr(utils, "native_bfloat16", lambda: None)
     assert fifty.dtype_policy()[0] is None
 
