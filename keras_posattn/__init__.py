@@ -37,14 +37,23 @@ def register_serializables():
 
 class _RegisterAfterImport(importlib.abc.MetaPathFinder):
     """Runs ``register_serializables`` once the outermost import of Keras or
-    TensorFlow (each imports the other) has finished, then steps aside."""
+    TensorFlow (each imports the other) has finished, then steps aside.
+
+    When that import happens inside an import of one of this package's own
+    modules (``import keras_posattn.preprocessing`` importing Keras first),
+    registering then would import that half-made module: the registration
+    waits until the outermost import of the package's modules has finished.
+    """
 
     def __init__(self):
-        self.depth = 0
+        self.depth = {"trigger": 0, "own": 0}
+        self.pending = False
         self.lock = threading.RLock()
 
     def find_spec(self, name, path=None, target=None):
-        if name not in _TRIGGERS:
+        kind = ("trigger" if name in _TRIGGERS
+                else "own" if name.startswith(__name__ + ".") else None)
+        if kind is None:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -55,20 +64,24 @@ class _RegisterAfterImport(importlib.abc.MetaPathFinder):
         else:
             return None
         if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader.exec_module = self._wrap(spec.loader.exec_module)
+            spec.loader.exec_module = self._wrap(spec.loader.exec_module, kind)
         return spec
 
-    def _wrap(self, exec_module):
+    def _wrap(self, exec_module, kind):
         def exec_then_register(module):
             with self.lock:
-                self.depth += 1
+                self.depth[kind] += 1
             try:
                 exec_module(module)
             finally:
                 with self.lock:
-                    self.depth -= 1
-                    done = self.depth == 0
-            if done and _imported(_TRIGGERS):
+                    self.depth[kind] -= 1
+                    if kind == "trigger" and self.depth["trigger"] == 0 and _imported(_TRIGGERS):
+                        self.pending = True
+                    ready = self.pending and not any(self.depth.values())
+                    if ready:
+                        self.pending = False
+            if ready:
                 self.remove()
                 try:
                     register_serializables()
