@@ -1,6 +1,6 @@
-"""PyramidBlock: its parts composed on the unpadded text, the halved mask, a
-7-block pyramid that gives the same outputs with 5 and with 500 extra padding
-tokens, texts shorter than 2**blocks, saving and mixed precision."""
+"""PyramidBlock: against NumPy, its parts composed on the unpadded text, the
+halved mask, a 7-block pyramid that gives the same outputs with 5 and with 500
+extra padding tokens, texts shorter than 2**blocks, saving and mixed precision."""
 
 import keras
 import numpy as np
@@ -11,6 +11,9 @@ from sequence_checks import built
 from sequence_checks import check_all_padding_sequence
 from sequence_checks import padded_batch
 from sequence_checks import with_padding
+from test_masked_max_pooling1d import reference as pool_reference
+from test_multi_head_self_attention import reference as attention_reference
+from test_residual_conv_block import reference as convolutions_reference
 
 from keras_posattn.layers import MaskedGlobalPooling1D
 from keras_posattn.layers import PyramidBlock
@@ -41,6 +44,47 @@ def test_is_its_parts_applied_to_the_unpadded_text():
         kept = -(-length // 2)
         assert new_mask[b].tolist() == [i < kept for i in range(4)]
         np.testing.assert_allclose(out[b, :kept], expected, atol=1e-5)
+        assert np.all(out[b, kept:] == 0)
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def numpy_lstm(layer, x):
+    """Keras' LSTM (gates i, f, c, o; sigmoid and tanh) over x (n, d), in order."""
+    cell = layer.cell
+    kernel, recurrent, bias = (to_numpy(w).astype("float64")
+                               for w in (cell.kernel, cell.recurrent_kernel, cell.bias))
+    h = c = np.zeros(cell.units)
+    outputs = []
+    for step in x:
+        i, f, g, o = np.split(step @ kernel + h @ recurrent + bias, 4)
+        c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+        h = sigmoid(o) * np.tanh(c)
+        outputs.append(h)
+    return np.stack(outputs)
+
+
+def numpy_block(block, x):
+    """The block on one unpadded sequence x (n, units), in float64."""
+    h = pool_reference(x.astype("float64"), len(x), block.pool_size, block.pool_size)
+    h = np.concatenate([numpy_lstm(block.recurrent.forward_layer, h),
+                        numpy_lstm(block.recurrent.backward_layer, h[::-1])[::-1]], axis=-1)
+    attended, weights = attention_reference(block.attention, h)
+    return convolutions_reference(block.convolutions, attended), weights
+
+
+def test_matches_numpy_reference_on_each_sequence():
+    """pool -> Bi-LSTM -> attention -> x + f(x), in NumPy on each text's real tokens."""
+    x, mask = padded_batch([7, 4, 1], n=7, width=UNITS)
+    block = built(small_block(), x)
+    out, weights = (to_numpy(t) for t in block(x, mask=mask, return_attention_scores=True))
+    for b, length in enumerate(mask.sum(axis=1)):
+        expected, expected_weights = numpy_block(block, x[b, :length])
+        kept = len(expected)
+        np.testing.assert_allclose(out[b, :kept], expected, atol=1e-4, rtol=1e-4)
+        np.testing.assert_allclose(weights[b, :, :kept, :kept], expected_weights, atol=1e-5)
         assert np.all(out[b, kept:] == 0)
 
 

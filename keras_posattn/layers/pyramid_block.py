@@ -110,15 +110,29 @@ class PyramidBlock(WeightOptions, keras.layers.Layer):
         self.convolutions.build(hidden)
 
     def call(self, inputs, mask=None, return_attention_scores=False, training=None):
-        x = self.pool(inputs, mask=mask)
-        pooled_mask = self.pool.compute_mask(inputs, mask)
-        x = zero_padding(self.recurrent(x, mask=pooled_mask, training=training), pooled_mask)
-        x, weights = self.attention(x, mask=pooled_mask, return_attention_scores=True,
-                                    training=training)
-        x = self.convolutions(x, mask=pooled_mask)
+        stages, weights = self.stage_outputs(inputs, mask=mask, training=training)
+        x = stages["convolutions"]
         if return_attention_scores:
             return x, weights
         return x
+
+    def stage_outputs(self, inputs, mask=None, training=None):
+        """Every stage's output, in order, and the attention weights.
+
+        Returns ``(stages, weights)``: ``stages`` maps ``"pool"``,
+        ``"bilstm"``, ``"attention"``, ``"convolutions"`` to (batch,
+        ceil(n / 2), width) tensors (the last is the block's output; all are
+        zero at padding); the block's ``call`` is this. For inspection of a
+        pyramid's signal (``benchmarks/epn_diagnosis.py``).
+        """
+        pooled_mask = self.pool.compute_mask(inputs, mask)
+        stages = {"pool": self.pool(inputs, mask=mask)}
+        stages["bilstm"] = zero_padding(
+            self.recurrent(stages["pool"], mask=pooled_mask, training=training), pooled_mask)
+        stages["attention"], weights = self.attention(
+            stages["bilstm"], mask=pooled_mask, return_attention_scores=True, training=training)
+        stages["convolutions"] = self.convolutions(stages["attention"], mask=pooled_mask)
+        return stages, weights
 
     def compute_mask(self, inputs, mask=None):
         return self.pool.compute_mask(inputs, mask)
