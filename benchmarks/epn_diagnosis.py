@@ -9,7 +9,12 @@ A config is ``key=value`` pairs joined by commas. Training keys: ``lr``
 (Adam's learning rate, default 1e-3), ``batch`` (default 32), ``warmup``
 (steps of a linear learning-rate warm-up from 0; default 0), ``clipnorm``
 (default none), ``epochs``; every other key is an ``EPN`` constructor
-argument (``blocks`` is ``num_blocks``), e.g. ``blocks=7,lr=3e-4,warmup=300``.
+argument (``blocks`` is ``num_blocks``; ``shortcuts`` joins its names with
+``+``), e.g. ``blocks=7,lr=3e-4,warmup=300`` or
+``blocks=7,shortcuts=bilstm+attention,block_norm=true``.
+``model=shallow_cnn`` (any zoo preset; its constructor arguments as the
+other keys) trains that model on the same data instead, for comparison:
+accuracy only, no measurements.
 
 Data: a seeded sample of ``--train`` IMDB training reviews (default 5,000)
 and ``--dev`` reviews of the dev split (default 2,000; the test split is
@@ -24,7 +29,8 @@ with dropout off, at initialisation, after ``--early-steps`` training steps
 and after every epoch:
 
 - per stage (the region embedding; each block's pooling, Bi-LSTM, attention
-  and convolutional block; the global max pool): ``rms``, the root mean
+  and convolutional block, shortcuts included, and its LayerNorm with
+  ``block_norm``): ``rms``, the root mean
   square of the real positions' features; ``pos``, the spread of a feature
   between the positions of one review (std over positions, averaged over
   features and reviews); ``doc``, the spread between reviews of the
@@ -64,9 +70,10 @@ from keras_posattn.preprocessing import TextPreprocessor  # noqa: E402
 from keras_posattn.word_vectors import build_embedding_matrix  # noqa: E402
 from keras_posattn.word_vectors import load_word_vectors  # noqa: E402
 
-TRAINING_KEYS = {"lr": 1e-3, "batch": 32, "warmup": 0, "clipnorm": None, "epochs": None}
+TRAINING_KEYS = {"lr": 1e-3, "batch": 32, "warmup": 0, "clipnorm": None, "epochs": None,
+                 "model": "epn"}
 ALIASES = {"blocks": "num_blocks"}
-MODEL_DEFAULTS = {"dropout": 0.0, "embedding_l2": 0.0, "num_blocks": 7}
+MODEL_DEFAULTS = {"epn": {"dropout": 0.0, "embedding_l2": 0.0, "num_blocks": 7}}
 
 
 def parse_value(text):
@@ -79,12 +86,15 @@ def parse_value(text):
 
 
 def parse_config(spec):
-    training, model = dict(TRAINING_KEYS), dict(MODEL_DEFAULTS)
+    training, model = dict(TRAINING_KEYS), {}
     for pair in filter(None, spec.split(",")):
         key, value = pair.split("=", 1)
         key = ALIASES.get(key.strip(), key.strip())
-        (training if key in TRAINING_KEYS else model)[key] = parse_value(value.strip())
-    return training, model
+        value = parse_value(value.strip())
+        if key == "shortcuts":  # shortcuts=bilstm+attention
+            value = [name for name in str(value).split("+") if name and name != "none"]
+        (training if key in TRAINING_KEYS else model)[key] = value
+    return training, {**MODEL_DEFAULTS.get(training["model"], {}), **model}
 
 
 @keras.saving.register_keras_serializable(package="epn_diagnosis")
@@ -172,7 +182,7 @@ def forward_stats(model, ids):
         for name, value in stages.items():
             stats[f"block{k}/{name}"] = feature_stats(value, new_mask)
         entropy[f"block{k}"] = attention_entropy(weights, new_mask)
-        x, mask = stages["convolutions"], new_mask
+        x, mask = list(stages.values())[-1], new_mask
     return stats, entropy
 
 
@@ -210,6 +220,8 @@ def gradient_stats(model, ids, labels):
 
 
 def measure(model, data, label, base):
+    if "blocks" not in getattr(model, "_layers_by_role", {}):  # a baseline: accuracy only
+        return
     ids, labels = data["probe"]
     stats, entropy = forward_stats(model, ids)
     grads, loss = gradient_stats(model, ids, labels)
@@ -244,11 +256,12 @@ class Probe(keras.callbacks.Callback):
 
 
 def build(spec, seed, data):
-    """The config's training settings and its EPN, GloVe loaded, seeded."""
+    """The config's training settings and its model (EPN, or the zoo preset
+    ``model=``), GloVe loaded, seeded."""
     training, model_args = parse_config(spec)
     pre, vectors = data["pre"], data["vectors"]
     keras.utils.set_random_seed(seed)
-    model = zoo.build("epn", num_classes=2, vocabulary_size=pre.vocabulary_size,
+    model = zoo.build(training["model"], num_classes=2, vocabulary_size=pre.vocabulary_size,
                       max_length=pre.max_length, embedding_dim=50, **model_args)
     model.embedding.set_pretrained(vectors.matrix, vectors.pretrained)
     return training, model

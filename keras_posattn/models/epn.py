@@ -80,6 +80,11 @@ class EPN(ZooModel):
         num_heads: attention heads (paper: 10).
         kernel_size: the blocks' convolution window (paper: 3).
         attention_dropout: on the attention weights (default 0).
+        shortcuts: sub-layers of every block with a shortcut
+            ``x + sublayer(x)``: any of ``"bilstm"``, ``"attention"``
+            (default none: the paper; a deviation, see ``PyramidBlock``).
+        block_norm: a LayerNorm on every block's output (default False:
+            the paper; a deviation).
         l2: Keras L2 factor on every kernel of the blocks and the classifier
             (the paper regularises the embedding only: default 0).
     """
@@ -102,6 +107,8 @@ class EPN(ZooModel):
         num_heads=10,
         kernel_size=3,
         attention_dropout=0.0,
+        shortcuts=(),
+        block_norm=False,
         l2=0.0,
         **kwargs,
     ):
@@ -126,6 +133,7 @@ class EPN(ZooModel):
         blocks = [
             PyramidBlock(units=units, lstm_units=units // 2, num_heads=num_heads,
                          kernel_size=kernel_size, dropout=attention_dropout,
+                         shortcuts=shortcuts, block_norm=block_norm,
                          kernel_regularizer=regularizer, name=f"pyramid_{i + 1}")
             for i in range(num_blocks)
         ]
@@ -142,6 +150,7 @@ class EPN(ZooModel):
         # === Config ===
         self._layers_by_role = layers
         region_sizes, region_filters = list(region_sizes), list(region_filters)
+        shortcuts = list(blocks[0].shortcuts) if blocks else list(shortcuts)
         self.store_arguments(locals())
 
     def attention_tensors(self, inputs):
