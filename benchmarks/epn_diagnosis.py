@@ -293,12 +293,16 @@ def run(spec, seed, data, args):
 
 def print_tables(path):
     records = [json.loads(line) for line in open(path) if line.startswith("{")]
-    epochs = [r for r in records if r["event"] == "epoch"]
-    runs = sorted({(r["config"], r["seed"]) for r in epochs}, key=str)
+    runs = []  # one list of epoch records per run, a run starting at epoch 1
+    for r in records:
+        if r["event"] == "epoch":
+            if r["epoch"] == 1:
+                runs.append([])
+            runs[-1].append(r)
     print("| config | seed | train accuracy by epoch | dev accuracy by epoch | s/epoch |")
     print("|---|---:|---|---|---:|")
-    for config, seed in runs:
-        rows = [r for r in epochs if (r["config"], r["seed"]) == (config, seed)]
+    for rows in sorted(runs, key=lambda rows: (rows[0]["config"], rows[0]["seed"], len(rows))):
+        config, seed = rows[0]["config"], rows[0]["seed"]
         train = " / ".join(f"{r['train_accuracy']:.3f}" for r in rows)
         dev = " / ".join(f"{r['dev_accuracy']:.3f}" for r in rows)
         print(f"| {config} | {seed} | {train} | {dev} | {rows[-1]['seconds'] / len(rows):.0f} |")

@@ -33,6 +33,14 @@ Choices where the paper is silent, documented and exposed:
 - ``embedding_l2`` is a Keras L2 factor (``1e-4 * sum(w^2)``); the paper
   writes "L2 regularization with parameter 0.0001".
 
+Deviations, off by default (the paper's block), on in the zoo's 50d recipe
+(``[epn.glove50d]``): ``shortcuts`` around each block's Bi-LSTM and attention
+and ``block_norm``, a LayerNorm after each block. Without them a 7-block EPN
+stays at chance on IMDB: at initialisation the attention is uniform, so every
+block hands the next one a constant sequence, and each Bi-LSTM shrinks the
+difference between texts, so the lower layers get ~100x smaller gradients
+than in a 3-block pyramid (``benchmarks/EPN_NOTES.md``).
+
 Parameter count (d = 300 embeddings, 7 blocks, 5 classes, excluding the
 embedding): region convolutions 3*300*30+30 + 4*300*30+30 + 5*300*40+40 =
 123,100; per block, the Bi-LSTM 2 * 4 * (50 * (100 + 50) + 50) = 60,400, the
