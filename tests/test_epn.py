@@ -1,5 +1,7 @@
 """EPN: the shared model checks, a 7-block EPN unchanged by 5 or 500 extra
-padding tokens, texts shorter than its pyramid, parameter counts, maps."""
+padding tokens, texts shorter than its pyramid, parameter counts, maps; the
+same with the deviation switches (shortcuts around the Bi-LSTM and the
+attention, a LayerNorm after each block)."""
 
 import numpy as np
 import pytest
@@ -12,14 +14,17 @@ from keras_posattn.utils import count_parameters
 SMALL = {"embedding_dim": 16, "num_blocks": 3, "units": 8, "num_heads": 2,
          "region_filters": [3, 3, 2], "dropout": 0.2}
 SEVEN = dict(SMALL, num_blocks=7)
+DEVIATION = {"shortcuts": ["bilstm", "attention"], "block_norm": True}
 
 
-def test_shared_model_checks():
-    run_model_test("epn", SMALL)
+@pytest.mark.parametrize("deviation", [{}, DEVIATION])
+def test_shared_model_checks(deviation):
+    run_model_test("epn", dict(SMALL, **deviation))
 
 
-def test_seven_blocks_unchanged_by_5_or_500_extra_padding_tokens():
-    model = zoo.build("epn", num_classes=3, vocabulary_size=50, **SEVEN)
+@pytest.mark.parametrize("deviation", [{}, DEVIATION])
+def test_seven_blocks_unchanged_by_5_or_500_extra_padding_tokens(deviation):
+    model = zoo.build("epn", num_classes=3, vocabulary_size=50, **SEVEN, **deviation)
     ids = np.random.default_rng(0).integers(2, 50, size=(2, 37)).astype("int32")
     ids[1, 20:] = 0  # a shorter text in the same batch
     outputs = [to_numpy(model(np.pad(ids, [(0, 0), (0, extra)]))) for extra in (5, 500)]
@@ -48,6 +53,17 @@ def test_parameter_counts_at_paper_settings():
     assert count_parameters(zoo.build("epn")) == 1_250_605
     single = 3 * 300 * 100 + 100
     assert count_parameters(zoo.build("epn_region3")) == single + 7 * block + head
+    # The deviation adds a LayerNorm (gamma and beta, 100 each) to every block.
+    assert count_parameters(zoo.build("epn", **DEVIATION)) == 1_250_605 + 7 * 200
+
+
+def test_every_block_gets_the_deviation_switches():
+    model = zoo.build("epn", num_classes=3, vocabulary_size=50, **SEVEN, **DEVIATION)
+    for block in model._layers_by_role["blocks"]:
+        assert block.shortcuts == ("bilstm", "attention") and block.block_norm
+    assert model.get_config()["shortcuts"] == ["bilstm", "attention"]
+    paper = zoo.build("epn", num_classes=3, vocabulary_size=50, **SEVEN)
+    assert all(not b.shortcuts and not b.block_norm for b in paper._layers_by_role["blocks"])
 
 
 def test_attention_maps_per_block_and_head():

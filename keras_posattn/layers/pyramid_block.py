@@ -27,6 +27,15 @@ class PyramidBlock(WeightOptions, keras.layers.Layer):
     ``x + f(x)`` is the attention's output. ``units`` must equal
     ``2 * lstm_units`` (the Bi-LSTM's width, which the attention keeps).
 
+    Two deviations, off by default, let a deep pyramid train
+    (``benchmarks/EPN_NOTES.md``): ``shortcuts`` around the Bi-LSTM and the
+    attention (``x + BiLSTM(x)``, ``x + attention(x)``) and ``block_norm``, a
+    LayerNorm on the block's output. Without them, signal and gradients
+    shrink through every block: at initialisation the attention is uniform,
+    so its output is the mean of its values at every position (the next
+    block gets a constant sequence), and each Bi-LSTM passes on less of the
+    difference between texts than it gets.
+
     A text shorter than the pyramid is deep keeps at least one position: a
     window holding one real token pools to it, so lengths go 5, 3, 2, 1, 1...
     and the remaining blocks work on that single position.
@@ -38,6 +47,11 @@ class PyramidBlock(WeightOptions, keras.layers.Layer):
         kernel_size: convolution window (paper: 3).
         pool_size: the pooling window and stride (paper: 2).
         dropout: dropout rate on the attention weights.
+        shortcuts: sub-layers that get a shortcut ``x + sublayer(x)``, any
+            of ``"bilstm"`` (the block's input must then be ``units`` wide)
+            and ``"attention"`` (default none: the paper).
+        block_norm: a LayerNorm over the features of each position of the
+            block's output (default False: the paper).
         kernel_initializer, bias_initializer, kernel_regularizer: for the
             attention projections and the convolutions.
 
@@ -67,6 +81,8 @@ class PyramidBlock(WeightOptions, keras.layers.Layer):
         kernel_size=3,
         pool_size=2,
         dropout=0.0,
+        shortcuts=(),
+        block_norm=False,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         kernel_regularizer=None,
@@ -85,6 +101,8 @@ class PyramidBlock(WeightOptions, keras.layers.Layer):
         self.kernel_size = int(kernel_size)
         self.pool_size = int(pool_size)
         self.dropout = float(dropout)
+        self.shortcuts = _sublayers(shortcuts)
+        self.block_norm = bool(block_norm)
         self.supports_masking = True
         self.pool = MaskedMaxPooling1D(self.pool_size, name="pool", dtype=self.dtype_policy)
         self.recurrent = keras.layers.Bidirectional(
@@ -101,24 +119,54 @@ class PyramidBlock(WeightOptions, keras.layers.Layer):
             self.units, self.kernel_size, name="convolutions", dtype=self.dtype_policy,
             **self._dense_options(),
         )
+        if self.block_norm:
+            self.norm = keras.layers.LayerNormalization(name="norm", dtype=self.dtype_policy)
 
     def build(self, input_shape):
+        if "bilstm" in self.shortcuts and input_shape[-1] != self.units:
+            raise ValueError(
+                f"A shortcut around the Bi-LSTM adds the block's input to its output: the "
+                f"input needs units={self.units} channels, got {input_shape[-1]}."
+            )
         pooled = self.pool.compute_output_shape(input_shape)
         self.recurrent.build(pooled)
         hidden = (*pooled[:-1], self.units)
         self.attention.build(hidden)
         self.convolutions.build(hidden)
+        if self.block_norm:
+            self.norm.build(hidden)
 
     def call(self, inputs, mask=None, return_attention_scores=False, training=None):
-        x = self.pool(inputs, mask=mask)
-        pooled_mask = self.pool.compute_mask(inputs, mask)
-        x = zero_padding(self.recurrent(x, mask=pooled_mask, training=training), pooled_mask)
-        x, weights = self.attention(x, mask=pooled_mask, return_attention_scores=True,
-                                    training=training)
-        x = self.convolutions(x, mask=pooled_mask)
+        stages, weights = self.stage_outputs(inputs, mask=mask, training=training)
+        x = list(stages.values())[-1]
         if return_attention_scores:
             return x, weights
         return x
+
+    def stage_outputs(self, inputs, mask=None, training=None):
+        """Every stage's output, in order, and the attention weights.
+
+        Returns ``(stages, weights)``: ``stages`` maps ``"pool"``,
+        ``"bilstm"``, ``"attention"``, ``"convolutions"`` (and ``"norm"``
+        with ``block_norm``) to (batch, ceil(n / 2), width) tensors, shortcuts
+        included (the last is the block's output; all are zero at padding);
+        the block's ``call`` is this. For inspection of a pyramid's signal
+        (``benchmarks/epn_diagnosis.py``).
+        """
+        pooled_mask = self.pool.compute_mask(inputs, mask)
+        stages = {"pool": self.pool(inputs, mask=mask)}
+        stages["bilstm"] = zero_padding(
+            self.recurrent(stages["pool"], mask=pooled_mask, training=training), pooled_mask)
+        if "bilstm" in self.shortcuts:
+            stages["bilstm"] = stages["pool"] + stages["bilstm"]
+        stages["attention"], weights = self.attention(
+            stages["bilstm"], mask=pooled_mask, return_attention_scores=True, training=training)
+        if "attention" in self.shortcuts:
+            stages["attention"] = stages["bilstm"] + stages["attention"]
+        stages["convolutions"] = self.convolutions(stages["attention"], mask=pooled_mask)
+        if self.block_norm:
+            stages["norm"] = zero_padding(self.norm(stages["convolutions"]), pooled_mask)
+        return stages, weights
 
     def compute_mask(self, inputs, mask=None):
         return self.pool.compute_mask(inputs, mask)
@@ -143,6 +191,20 @@ class PyramidBlock(WeightOptions, keras.layers.Layer):
             "kernel_size": self.kernel_size,
             "pool_size": self.pool_size,
             "dropout": self.dropout,
+            "shortcuts": list(self.shortcuts),
+            "block_norm": self.block_norm,
             **self._weight_options_config(),
         })
         return config
+
+
+SUBLAYERS = ("bilstm", "attention")
+
+
+def _sublayers(names):
+    """``shortcuts`` as a tuple of known sub-layer names, in block order."""
+    names = (names,) if isinstance(names, str) else tuple(names or ())
+    unknown = sorted(set(names) - set(SUBLAYERS))
+    if unknown:
+        raise ValueError(f"Unknown shortcut(s) {unknown}: choose among {list(SUBLAYERS)}.")
+    return tuple(name for name in SUBLAYERS if name in names)

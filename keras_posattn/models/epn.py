@@ -33,6 +33,14 @@ Choices where the paper is silent, documented and exposed:
 - ``embedding_l2`` is a Keras L2 factor (``1e-4 * sum(w^2)``); the paper
   writes "L2 regularization with parameter 0.0001".
 
+Deviations, off by default (the paper's block), on in the zoo's 50d recipe
+(``[epn.glove50d]``): ``shortcuts`` around each block's Bi-LSTM and attention
+and ``block_norm``, a LayerNorm after each block. Without them a 7-block EPN
+stays at chance on IMDB: at initialisation the attention is uniform, so every
+block hands the next one a constant sequence, and each Bi-LSTM shrinks the
+difference between texts, so the lower layers get ~100x smaller gradients
+than in a 3-block pyramid (``benchmarks/EPN_NOTES.md``).
+
 Parameter count (d = 300 embeddings, 7 blocks, 5 classes, excluding the
 embedding): region convolutions 3*300*30+30 + 4*300*30+30 + 5*300*40+40 =
 123,100; per block, the Bi-LSTM 2 * 4 * (50 * (100 + 50) + 50) = 60,400, the
@@ -80,6 +88,11 @@ class EPN(ZooModel):
         num_heads: attention heads (paper: 10).
         kernel_size: the blocks' convolution window (paper: 3).
         attention_dropout: on the attention weights (default 0).
+        shortcuts: sub-layers of every block with a shortcut
+            ``x + sublayer(x)``: any of ``"bilstm"``, ``"attention"``
+            (default none: the paper; a deviation, see ``PyramidBlock``).
+        block_norm: a LayerNorm on every block's output (default False:
+            the paper; a deviation).
         l2: Keras L2 factor on every kernel of the blocks and the classifier
             (the paper regularises the embedding only: default 0).
     """
@@ -102,6 +115,8 @@ class EPN(ZooModel):
         num_heads=10,
         kernel_size=3,
         attention_dropout=0.0,
+        shortcuts=(),
+        block_norm=False,
         l2=0.0,
         **kwargs,
     ):
@@ -126,6 +141,7 @@ class EPN(ZooModel):
         blocks = [
             PyramidBlock(units=units, lstm_units=units // 2, num_heads=num_heads,
                          kernel_size=kernel_size, dropout=attention_dropout,
+                         shortcuts=shortcuts, block_norm=block_norm,
                          kernel_regularizer=regularizer, name=f"pyramid_{i + 1}")
             for i in range(num_blocks)
         ]
@@ -142,6 +158,7 @@ class EPN(ZooModel):
         # === Config ===
         self._layers_by_role = layers
         region_sizes, region_filters = list(region_sizes), list(region_filters)
+        shortcuts = list(blocks[0].shortcuts) if blocks else list(shortcuts)
         self.store_arguments(locals())
 
     def attention_tensors(self, inputs):
