@@ -10,7 +10,10 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator
 
 from keras_posattn.training.attention_images import (
+    CARD_STYLE,
+    CARD_WIDTH,
     render_attention_heatmap,
+    render_maps,
     render_weights_over_tokens,
 )
 from keras_posattn.training.callbacks import AttentionImages
@@ -142,6 +145,10 @@ def _expected_tags(n_examples):
     return tags
 
 
+def _summary_tags(n_examples):
+    return [f"maps/{tag}" for tag in _expected_tags(n_examples)]
+
+
 def test_callback_write(tmp_path):
     calls = []
     ids = np.random.default_rng(0).integers(1, 50, size=(3, N))
@@ -153,9 +160,9 @@ def test_callback_write(tmp_path):
     assert calls == [(2, N)]
     assert sorted(images) == sorted(_expected_tags(2))
     found = _read_image_events(os.path.join(str(tmp_path), "attention"))
-    for tag in _expected_tags(2):
+    for tag in _summary_tags(2):
         assert found[tag] == [0], tag
-    assert "attention/fa2/example_2" not in found
+    assert "maps/attention/fa2/example_2" not in found
 
 
 def test_callback_in_fit(tmp_path):
@@ -172,7 +179,7 @@ def test_callback_in_fit(tmp_path):
     cb.close()
     assert len(calls) == 2  # once per epoch, not again at train end
     found = _read_image_events(os.path.join(str(tmp_path), "att"))
-    for tag in _expected_tags(3):
+    for tag in _summary_tags(3):
         assert found[tag] == [0, 1], tag
 
 
@@ -188,8 +195,8 @@ def test_callback_every_n_epochs_writes_last_at_train_end(tmp_path):
     cb.on_train_end()
     cb.close()
     found = _read_image_events(os.path.join(str(tmp_path), "attention"))
-    assert found["attention/fw_sd/example_0"] == [1, 2]
-    assert found["pooling/pool/example_0"] == [1, 2]
+    assert found["maps/attention/fw_sd/example_0"] == [1, 2]
+    assert found["maps/pooling/pool/example_0"] == [1, 2]
 
 
 def test_heatmap_with_query_rows():
@@ -202,3 +209,36 @@ def test_heatmap_with_query_rows():
     assert image.ndim == 3 and image.shape[2] == 3
     # 4 rows x 3 columns: narrower than a 4 x 4 map of the same cell size.
     assert image.shape[1] < square.shape[1] and image.shape[0] == square.shape[0]
+
+
+def test_tensorboard_images_of_long_texts_fit_a_card_and_say_what_they_show():
+    """A Time Series card scales an image to its width (about 400 px): the
+    callback's images of a 200-token text stay within CARD_WIDTH with their
+    first CARD_STYLE["max_tokens"] tokens (the title says so), while the PNG
+    rendering still draws every token."""
+    n = 200
+    tokens = [f"token{i}" for i in range(n)]
+    rng = np.random.default_rng(3)
+    maps = {"fa2": rng.random((1, n, n)), "pool": rng.random((1, n)),
+            "queries": rng.random((1, 8, n))}
+    calls = []
+    cb = AttentionImages("unused", lambda ids: (calls.append(ids.shape), maps)[1],
+                         np.ones((1, n), dtype=np.int32), [tokens])
+    images = cb.render()
+    assert calls == [(1, n)]
+    assert sorted(images) == ["attention/fa2/example_0", "attention/queries/example_0",
+                              "pooling/pool/example_0"]
+    for tag, image in images.items():
+        assert image.shape[1] <= CARD_WIDTH, (tag, image.shape)
+        assert image.shape[0] <= CARD_WIDTH, (tag, image.shape)
+    # the window is the first max_tokens tokens: the same image as rendering them alone
+    k = CARD_STYLE["max_tokens"]
+    alone = render_attention_heatmap(maps["fa2"][0][:k, :k], tokens[:k],
+                                     title=f"fa2 - example 0 (first {k} of {n} tokens)",
+                                     font_size=CARD_STYLE["font_size"], size=CARD_STYLE["size"])
+    np.testing.assert_array_equal(images["attention/fa2/example_0"], alone)
+    untitled = render_attention_heatmap(maps["fa2"][0], tokens, **CARD_STYLE)
+    assert not np.array_equal(untitled, render_attention_heatmap(
+        maps["fa2"][0][:k, :k], tokens[:k], **CARD_STYLE))  # the note is drawn
+    full = render_maps(maps, [tokens])
+    assert full["attention/fa2/example_0"].shape[1] > 5 * CARD_WIDTH  # every token

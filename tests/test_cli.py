@@ -82,8 +82,13 @@ def test_demo_run_writes_everything(demo_run):
     assert {"epoch_loss", "epoch_accuracy", "epoch_learning_rate"} <= tags
     assert "keras" in tags and len(graphs) == 1  # conceptual and op graphs
     for branch in ("fa2", "fa3", "bw_sd", "fw_sd"):
-        assert f"attention/{branch}/example_0" in tags
-    assert "pooling/pooling/example_0" in tags
+        assert f"maps/attention/{branch}/example_0" in tags
+    assert "maps/pooling/pooling/example_0" in tags
+    # TensorBoard orders its cards by tag group: the loss and accuracy curves
+    # come before the images on the landing page.
+    images = {t for t in tags if t.startswith("maps/")}
+    scalars = {t for t in tags if t.startswith("epoch_")}
+    assert max(t.split("/")[0] for t in scalars) < min(t.split("/")[0] for t in images)
     assert (demo_run / "sm" / "mpsan" / "1" / "saved_model.pb").exists()
 
 

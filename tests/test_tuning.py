@@ -83,8 +83,8 @@ def test_tune_cli_runs_a_short_search_and_logs_every_trial(search, capsys):
         tags = _events(trial)
         assert {"_hparams_/session_start_info", "_hparams_/session_end_info"} <= set(tags)
         assert {"epoch_loss", "epoch_accuracy", "epoch_learning_rate", "keras"} <= set(tags)
-        assert any(t.startswith("attention/") for t in tags), sorted(tags)
-        assert any(t.startswith("pooling/") for t in tags)
+        assert any(t.startswith("maps/attention/") for t in tags), sorted(tags)
+        assert any(t.startswith("maps/pooling/") for t in tags)
 
 
 def test_an_interrupted_search_resumes(search):

@@ -28,6 +28,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 __all__ = [
+    "CARD_STYLE",
+    "CARD_WIDTH",
     "render_attention_heatmap",
     "render_maps",
     "render_weights_over_tokens",
@@ -35,6 +37,13 @@ __all__ = [
 
 #: Tokens longer than this are truncated (with a trailing "~") in labels.
 MAX_LABEL_CHARS = 12
+
+#: How TensorBoard's images are drawn: a Time Series card shows an image
+#: scaled to the card (about 400 pixels wide), so the maps there show their
+#: first 16 tokens with 12-pixel labels, and stay within CARD_WIDTH pixels.
+#: ``keras-posattn attention`` (PNG files) draws every token.
+CARD_STYLE = {"max_tokens": 16, "font_size": 12, "size": 224}
+CARD_WIDTH = 440
 
 _BG = (255, 255, 255)
 _FG = (20, 20, 20)
@@ -175,7 +184,24 @@ def _draw_colorbar(img, draw, font, x, y, w, h, vmax):
 # --------------------------------------------------------------------------
 # public renderers
 # --------------------------------------------------------------------------
-def render_attention_heatmap(weights, tokens, title=None, row_labels=None) -> np.ndarray:
+def _window(labels, max_tokens, title):
+    """The first ``max_tokens`` labels, and the title saying so."""
+    if max_tokens is None or len(labels) <= max_tokens:
+        return labels, title
+    note = f"first {int(max_tokens)} of {len(labels)} tokens"
+    return labels[: int(max_tokens)], f"{title} ({note})" if title else note
+
+
+def _layout(m, size, font_size):
+    cell, fs = _cell_and_font(m, size)
+    if font_size is not None:
+        fs = int(font_size)
+        cell = max(cell, fs + 2)
+    return cell, fs
+
+
+def render_attention_heatmap(weights, tokens, title=None, row_labels=None, max_tokens=None,
+                             size=560, font_size=None) -> np.ndarray:
     """Render an attention matrix as a labelled heat-map.
 
     Args:
@@ -188,6 +214,10 @@ def render_attention_heatmap(weights, tokens, title=None, row_labels=None) -> np
       row_labels: labels of the rows when they are not the tokens (CSPAN's
         learned queries: ``["q1", "q2", ...]``); only the columns are then
         cropped to the tokens.
+      max_tokens: show only the first ``max_tokens`` tokens (and rows); the
+        title says so. ``None``: all.
+      size: the heat-map's target side in pixels (cells of 14 to 40 pixels).
+      font_size: the labels' font size in pixels (default: from the cell).
 
     Returns:
       ``uint8`` array ``(H, W, 3)``.  Its size depends only on the number of
@@ -198,12 +228,15 @@ def render_attention_heatmap(weights, tokens, title=None, row_labels=None) -> np
         raise ValueError(f"`weights` must be 2-D (n_queries, n_keys), got {w.shape}.")
     w = np.nan_to_num(w, nan=0.0, posinf=0.0, neginf=0.0)
     col_labels = _labels(tokens, w.shape[1] if row_labels is not None else max(w.shape))
+    col_labels, title = _window(col_labels, max_tokens, title)
     labels = col_labels if row_labels is None else [_truncate(r) for r in row_labels]
+    if max_tokens is not None:
+        labels = labels[: int(max_tokens)]
     n_rows, n_cols = len(labels), len(col_labels)
     w = w[:n_rows, :n_cols]
     rows, cols = w.shape
     m = max(n_rows, n_cols)
-    cell, fs = _cell_and_font(m, 560)
+    cell, fs = _layout(m, size, font_size)
     font = _font(fs)
     small = _font(max(fs - 1, 10))
     th = _text_h(font)
@@ -271,7 +304,8 @@ def render_attention_heatmap(weights, tokens, title=None, row_labels=None) -> np
     return np.asarray(img, dtype=np.uint8).copy()
 
 
-def render_weights_over_tokens(weights, tokens, title=None) -> np.ndarray:
+def render_weights_over_tokens(weights, tokens, title=None, max_tokens=None, size=720,
+                               font_size=None) -> np.ndarray:
     """Render one weight per token as a bar strip plus a heat row.
 
     Args:
@@ -279,6 +313,7 @@ def render_weights_over_tokens(weights, tokens, title=None) -> np.ndarray:
         features).  Cropped to ``len(tokens)``.
       tokens: the real tokens (sequence of str), or ``None`` for indices.
       title: optional title.
+      max_tokens, size, font_size: as for ``render_attention_heatmap``.
 
     Returns:
       ``uint8`` array ``(H, W, 3)`` whose size depends only on the number
@@ -288,11 +323,11 @@ def render_weights_over_tokens(weights, tokens, title=None) -> np.ndarray:
     if w.ndim != 1:
         raise ValueError(f"`weights` must be 1-D (n,), got {w.shape}.")
     w = np.nan_to_num(w, nan=0.0, posinf=0.0, neginf=0.0)
-    labels = _labels(tokens, w.shape[0])
+    labels, title = _window(_labels(tokens, w.shape[0]), max_tokens, title)
     m = len(labels)
     vals = np.zeros(m)
     vals[: min(m, w.shape[0])] = w[:m]
-    cell, fs = _cell_and_font(m, 720)
+    cell, fs = _layout(m, size, font_size)
     font = _font(fs)
     small = _font(max(fs - 1, 10))
     th = _text_h(font)
@@ -351,7 +386,7 @@ def render_weights_over_tokens(weights, tokens, title=None) -> np.ndarray:
     return np.asarray(img, dtype=np.uint8).copy()
 
 
-def render_maps(maps, tokens, max_examples=None) -> dict[str, np.ndarray]:
+def render_maps(maps, tokens, max_examples=None, **style) -> dict[str, np.ndarray]:
     """Render a model's attention maps (``model.attention_maps``) as images.
 
     Args:
@@ -364,6 +399,8 @@ def render_maps(maps, tokens, max_examples=None) -> dict[str, np.ndarray]:
       tokens: list (one per example) of lists of the real token strings (one
         label per sentence for sentence-level maps).
       max_examples: at most this many examples are rendered (default: all).
+      **style: ``max_tokens``, ``font_size`` and ``size`` for every image
+        (``CARD_STYLE``: legible at a TensorBoard card's size).
 
     Returns:
       ``{tag: uint8 image (H, W, 3)}``.
@@ -380,11 +417,11 @@ def render_maps(maps, tokens, max_examples=None) -> dict[str, np.ndarray]:
                     # Rows are not tokens (CSPAN's learned queries).
                     rows = [f"q{r + 1}" for r in range(arr.shape[1])]
                 images[f"attention/{name}/example_{i}"] = render_attention_heatmap(
-                    arr[i], toks, title=f"{name} - example {i}", row_labels=rows
+                    arr[i], toks, title=f"{name} - example {i}", row_labels=rows, **style
                 )
             elif arr.ndim == 2:
                 images[f"pooling/{name}/example_{i}"] = render_weights_over_tokens(
-                    arr[i], toks, title=f"{name} - example {i}"
+                    arr[i], toks, title=f"{name} - example {i}", **style
                 )
             else:
                 raise ValueError(

@@ -27,6 +27,13 @@ import keras
 import numpy as np
 
 
+#: The images' tags start with this group (``maps/attention/fa2/example_0``).
+#: TensorBoard's Time Series dashboard orders card groups by tag name, and
+#: Keras's scalars are ``epoch_*``: under ``maps`` the loss and accuracy
+#: curves come first on the landing page, the images after them.
+IMAGE_TAG_GROUP = "maps"
+
+
 class AttentionImages(keras.callbacks.Callback):
     """Log attention heat-maps of a few fixed examples to TensorBoard.
 
@@ -46,7 +53,8 @@ class AttentionImages(keras.callbacks.Callback):
       max_examples: at most this many examples are rendered.
       subdir: sub-directory of ``log_dir`` for the event files.
 
-    The summary step is the 0-based epoch index. ``write(step)`` can be
+    The summary step is the 0-based epoch index; each image's tag is
+    ``IMAGE_TAG_GROUP/`` + its ``render_maps`` tag. ``write(step)`` can be
     called directly, outside ``fit``.
     """
 
@@ -82,12 +90,12 @@ class AttentionImages(keras.callbacks.Callback):
 
     def render(self):
         """Run ``attention_fn`` and return ``{tag: image}`` without writing."""
-        from keras_posattn.training.attention_images import render_maps
+        from keras_posattn.training.attention_images import CARD_STYLE, render_maps
 
         k = max(0, min(self.max_examples, self.token_ids.shape[0], len(self.tokens)))
         if k == 0:
             return {}
-        return render_maps(self.attention_fn(self.token_ids[:k]), self.tokens[:k])
+        return render_maps(self.attention_fn(self.token_ids[:k]), self.tokens[:k], **CARD_STYLE)
 
     def write(self, step):
         """Render and write all images at ``step``; returns ``{tag: image}``."""
@@ -98,7 +106,8 @@ class AttentionImages(keras.callbacks.Callback):
             self._writer = tf.summary.create_file_writer(self.images_dir)
         with self._writer.as_default():
             for tag, img in images.items():
-                tf.summary.image(tag, img[None], step=int(step), max_outputs=1)
+                tf.summary.image(f"{IMAGE_TAG_GROUP}/{tag}", img[None], step=int(step),
+                                 max_outputs=1)
         self._writer.flush()
         self._last_written = int(step)
         return images
