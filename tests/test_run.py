@@ -224,3 +224,46 @@ def test_ctrl_c_stops_at_a_clean_point_and_the_resumed_run_keeps_every_epoch(fli
     assert result.history["loss"][0] == pytest.approx(first["0"]["loss"])
     record = json.loads((run / "result.json").read_text())
     assert record["epochs_run"] == 3 and record["history"] == result.history
+
+
+def test_a_resumed_run_selects_and_counts_patience_over_every_epoch(tmp_path):
+    """The recipe's selection (``EarlyStopping``) continues across an
+    interruption: the best epoch before it stays the best, the patience counts
+    the epochs on both sides, and its weights are the ones restored. Keras's
+    ``BackupAndRestore`` alone would restart the selection with the resumed
+    epochs (here: stop never, keep epoch 3's weights)."""
+    from keras_posattn.training.callbacks import SelectionState
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    recipe = Recipe(epochs=10, select_best=True, early_stopping=2)
+
+    def set_weights(value):
+        model.set_weights([np.full((2, 1), value, "float32"), np.zeros(1, "float32")])
+
+    def start(resume):
+        selection = recipe.selection_callback()
+        callbacks = keras.callbacks.CallbackList(
+            [selection, SelectionState(selection, tmp_path / "backup", resume=resume)],
+            model=model)
+        model.stop_training = False
+        callbacks.on_train_begin()
+        return selection, callbacks
+
+    _, first = start(resume=False)
+    for epoch, (accuracy, value) in enumerate([(0.6, 1.0), (0.9, 2.0)]):
+        set_weights(value)
+        first.on_epoch_end(epoch, {"val_accuracy": accuracy})
+    # interrupted after epoch 1; the resumed run starts at epoch 2
+    selection, resumed = start(resume=True)
+    set_weights(3.0)
+    resumed.on_epoch_end(2, {"val_accuracy": 0.7})
+    assert not model.stop_training
+    set_weights(4.0)
+    resumed.on_epoch_end(3, {"val_accuracy": 0.8})
+    assert model.stop_training  # two epochs without a better dev accuracy than epoch 1's
+    resumed.on_train_end()
+    assert selection.best_epoch == 1 and selection.best == pytest.approx(0.9)
+    np.testing.assert_allclose(model.get_weights()[0], 2.0)
+    # a run that is not resumed starts its selection afresh
+    fresh, callbacks = start(resume=False)
+    assert fresh.best is None and fresh.wait == 0

@@ -13,11 +13,15 @@
   interruption too.
 - ``CleanInterrupt``: Ctrl-C stops training at the end of a batch, never
   inside a checkpoint's write, so the run can be resumed.
+- ``SelectionState``: the recipe's early stopping / best-epoch selection
+  (its best dev accuracy, best epoch, patience count and best weights) kept
+  beside the backup, so that a resumed run selects over every epoch.
 
 Viewing the images: ``tensorboard --logdir <run>/logs``, IMAGES tab; the
 step slider is the (0-based) epoch.
 """
 
+import json
 import os
 import signal
 import threading
@@ -227,3 +231,64 @@ class CleanInterrupt(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self._stop_if_requested()
+
+
+class SelectionState(keras.callbacks.Callback):
+    """Carries a ``keras.callbacks.EarlyStopping`` (the recipe's early
+    stopping and best-epoch selection) across an interrupted run.
+
+    Keras's ``BackupAndRestore`` restores the weights, the optimizer and the
+    epoch, not other callbacks: a resumed run's ``EarlyStopping`` would start
+    again from nothing, keep the best of the resumed epochs only and count
+    its patience anew. After every epoch this callback writes the selection's
+    best dev accuracy, best epoch and patience count to
+    ``<directory>/selection.json`` and, when the epoch was the best so far,
+    the weights to ``<directory>/selection_best.npz``; on ``resume`` it puts
+    them back into the selection at the start of training. The directory is
+    the run's backup folder, which Keras removes when the run finishes.
+
+    Place it after the ``EarlyStopping`` in the callback list (its
+    ``on_train_begin`` resets the state this one restores).
+    """
+
+    STATE_FILE = "selection.json"
+    WEIGHTS_FILE = "selection_best.npz"
+
+    def __init__(self, selection, directory, resume=False):
+        super().__init__()
+        self.selection = selection
+        self.directory = Path(directory)
+        self.resume = resume
+
+    def on_train_begin(self, logs=None):
+        state_file = self.directory / self.STATE_FILE
+        if not (self.resume and state_file.exists()):
+            return
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        s = self.selection
+        s.best, s.best_epoch, s.wait = state["best"], state["best_epoch"], state["wait"]
+        weights_file = self.directory / self.WEIGHTS_FILE
+        if s.restore_best_weights and weights_file.exists():
+            with np.load(weights_file) as stored:
+                s.best_weights = [stored[f"w{i}"] for i in range(len(stored.files))]
+
+    def on_epoch_end(self, epoch, logs=None):
+        s = self.selection
+        if s.best is None:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if s.best_epoch == epoch and s.best_weights is not None:
+            _replace(self.directory / self.WEIGHTS_FILE, lambda f: np.savez(
+                f, **{f"w{i}": w for i, w in enumerate(s.best_weights)}))
+        state = {"epoch": int(epoch), "best": float(s.best), "best_epoch": int(s.best_epoch),
+                 "wait": int(s.wait)}
+        _replace(self.directory / self.STATE_FILE,
+                 lambda f: f.write(json.dumps(state).encode("utf-8")))
+
+
+def _replace(path, write):
+    """Write ``path`` whole or not at all (a temporary file renamed over it)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        write(f)
+    os.replace(tmp, path)

@@ -162,7 +162,9 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     """Train with the recipe's callbacks (learning-rate steps, early stopping
     and best-epoch selection on the dev split), TensorBoard logs, attention
     images and per-epoch checkpoints; returns Keras' ``History`` holding
-    every epoch of the run (on ``resume``, the interrupted run's too).
+    every epoch of the run (on ``resume``, the interrupted run's too; the
+    early stopping and best-epoch selection then continue over every epoch,
+    ``callbacks.SelectionState``).
 
     The vocabulary and class names are written to ``output_dir``; on
     ``resume`` the vocabulary must match the interrupted run's. Ctrl-C stops
@@ -175,6 +177,7 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     from keras_posattn.training.callbacks import ClassifierCheckpoint
     from keras_posattn.training.callbacks import CleanInterrupt
     from keras_posattn.training.callbacks import EpochHistory
+    from keras_posattn.training.callbacks import SelectionState
     from keras_posattn.training.callbacks import tensorboard_callbacks
 
     folder = RunFolder(output_dir)
@@ -187,6 +190,9 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     dev_ds, dev_steps = _sharded(data.batches("dev", recipe.batch_size, recipe.buckets),
                                  num_workers, "validation_steps")
     epochs = EpochHistory(folder, resume=resume)
+    recipe_callbacks = recipe.callbacks()
+    selection = [SelectionState(c, folder.backup, resume=resume) for c in recipe_callbacks
+                 if isinstance(c, keras.callbacks.EarlyStopping)]
     with CleanInterrupt() as interrupt:
         history = model.fit(
             train_ds, validation_data=dev_ds, epochs=int(recipe.epochs),
@@ -197,7 +203,8 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
                 epochs,
                 keras.callbacks.TensorBoard(log_dir=str(folder.logs)),
                 *tensorboard_callbacks(model, data, folder.logs),
-                *recipe.callbacks(),
+                *recipe_callbacks,
+                *selection,  # after the selection it carries across a resume
                 *(callbacks or []),
                 interrupt,
             ],
