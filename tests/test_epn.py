@@ -17,7 +17,11 @@ SEVEN = dict(SMALL, num_blocks=7)
 DEVIATION = {"shortcuts": ["bilstm", "attention"], "block_norm": True}
 
 
-@pytest.mark.parametrize("deviation", [{}, DEVIATION])
+# The paper's block (no switches) is the same model code with the switches
+# off; its layer is checked against NumPy in test_pyramid_block and its model
+# below (padding, lengths, counts, maps): its full model checks run with
+# ``-m slow``, the default suite runs them on the 50d default's switches.
+@pytest.mark.parametrize("deviation", [pytest.param({}, marks=pytest.mark.slow), DEVIATION])
 def test_shared_model_checks(deviation):
     run_model_test("epn", dict(SMALL, **deviation))
 
