@@ -176,3 +176,13 @@ def test_bad_names_are_one_line_errors(capsys):
         reproduce_lib.reproduce("spe_cnn", "trec", folds=2)
     with pytest.raises(reproduce_lib.ReproduceError, match="1..10"):
         reproduce_lib.reproduce("spe_cnn", "mr", folds=11)
+
+
+def test_paper_numbers_are_only_those_of_the_same_set():
+    """SPE-CNN's "Reuters" is a 10-class Reuters-21578 subset (its Table 1:
+    6,472 / 720 / 2,787), not R8: an R8 row has no paper number to compare
+    with; 20 Newsgroups (11,314 / 7,532 there and here) keeps its number."""
+    assert reproduce_lib._paper_number("spe_cnn", "r8") is None
+    assert reproduce_lib._paper_number("kim_cnn_nonstatic", "r8") is None
+    assert reproduce_lib._paper_number("spe_cnn", "20ng") == pytest.approx(82.95)
+    assert reproduce_lib._paper_number("spe_cnn", "trec") == pytest.approx(92.52)
