@@ -1,5 +1,7 @@
 """Small helpers shared by the CLI, benchmarks and tests."""
 
+import weakref
+
 import numpy as np
 
 
@@ -65,3 +67,28 @@ def process_alive(pid):
     except (OverflowError, ValueError):
         return False
     return True
+
+
+#: Each Bidirectional wrapper made by ``bidirectional`` -> the layer it wraps.
+_WRAPPED = weakref.WeakKeyDictionary()
+
+
+def bidirectional(layer, **kwargs):
+    """``keras.layers.Bidirectional(layer, **kwargs)``, safe to build while
+    ``keras.saving.load_model`` runs.
+
+    Keras's ``Bidirectional`` serializes ``layer`` and deserializes it into
+    its forward and backward copies in its constructor. Inside
+    ``load_model``'s object-sharing scope objects are matched by ``id()``:
+    once the temporary ``layer`` of one wrapper is freed, the next wrapper's
+    temporary may get the same address, and the scope then hands it the first
+    wrapper's copy (measured: "Forward layer and backward layer should have
+    different `go_backwards` value" loading an EPN, in one full test run of
+    several, and about one wrapper in a hundred made in a loop). Keeping each
+    wrapped layer alive as long as its wrapper keeps the ids distinct.
+    """
+    import keras
+
+    wrapper = keras.layers.Bidirectional(layer, **kwargs)
+    _WRAPPED[wrapper] = layer
+    return wrapper

@@ -5,6 +5,7 @@ from keras_posattn.layers.masked_max_pooling1d import MaskedMaxPooling1D
 from keras_posattn.layers.multi_head_self_attention import MultiHeadSelfAttention
 from keras_posattn.layers.residual_conv_block import ResidualConvBlock
 from keras_posattn.layers.weight_options import WeightOptions
+from keras_posattn.utils import bidirectional
 
 
 @keras.saving.register_keras_serializable(package="keras_posattn")
@@ -105,7 +106,7 @@ class PyramidBlock(WeightOptions, keras.layers.Layer):
         self.block_norm = bool(block_norm)
         self.supports_masking = True
         self.pool = MaskedMaxPooling1D(self.pool_size, name="pool", dtype=self.dtype_policy)
-        self.recurrent = keras.layers.Bidirectional(
+        self.recurrent = bidirectional(
             keras.layers.LSTM(self.lstm_units, return_sequences=True,
                               kernel_regularizer=self.kernel_regularizer,
                               dtype=self.dtype_policy),

@@ -48,6 +48,7 @@ from keras_posattn.models.base import DEFAULT_NUM_CLASSES
 from keras_posattn.models.base import DEFAULT_VOCABULARY_SIZE
 from keras_posattn.models.base import ZooModel
 from keras_posattn.registry import register_family
+from keras_posattn.utils import bidirectional
 
 
 @register_family("bilstm")
@@ -91,7 +92,7 @@ class BiLSTM(ZooModel):
                                         trainable_embeddings, embedding_l2,
                                         embedding_initializer)
         embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
-        recurrent = keras.layers.Bidirectional(
+        recurrent = bidirectional(
             keras.layers.LSTM(units, return_sequences=True), merge_mode="concat", name="bilstm",
         )
         pool = MaskedGlobalPooling1D("max", name="max_pool")

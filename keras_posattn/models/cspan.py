@@ -61,6 +61,7 @@ from keras_posattn.models.base import DEFAULT_NUM_CLASSES
 from keras_posattn.models.base import DEFAULT_VOCABULARY_SIZE
 from keras_posattn.models.base import ZooModel
 from keras_posattn.registry import register_family
+from keras_posattn.utils import bidirectional
 
 FUSIONS = ("cascade", "parallel", "embedding", "position", "relative", "bilstm")
 
@@ -149,7 +150,7 @@ class CSPAN(ZooModel):
                 name="semantic_attention"),
             "semantic_norm": None if fusion == "bilstm" else layer_norm("semantic_norm"),
             "lstms": [
-                keras.layers.Bidirectional(
+                bidirectional(
                     keras.layers.LSTM(embedding_dim // 2, return_sequences=True,
                                       kernel_regularizer=regularizer,
                                       recurrent_regularizer=regularizer),

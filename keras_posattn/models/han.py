@@ -49,6 +49,7 @@ from keras_posattn.models.base import (
 )
 from keras_posattn.preprocessing import DocumentPreprocessor
 from keras_posattn.registry import register_family
+from keras_posattn.utils import bidirectional
 
 
 @register_family("han")
@@ -99,7 +100,7 @@ class HAN(ZooModel):
 
         # === Layers ===
         def gru(level):
-            return keras.layers.Bidirectional(
+            return bidirectional(
                 keras.layers.GRU(int(units), return_sequences=True), merge_mode="concat",
                 name=f"{level}_bigru",
             )
