@@ -276,19 +276,15 @@ class SelectionState(keras.callbacks.Callback):
         s = self.selection
         if s.best is None:
             return
+        from keras_posattn.training.run_folder import _write_json
+
         self.directory.mkdir(parents=True, exist_ok=True)
         if s.best_epoch == epoch and s.best_weights is not None:
-            _replace(self.directory / self.WEIGHTS_FILE, lambda f: np.savez(
-                f, **{f"w{i}": w for i, w in enumerate(s.best_weights)}))
-        state = {"epoch": int(epoch), "best": float(s.best), "best_epoch": int(s.best_epoch),
-                 "wait": int(s.wait)}
-        _replace(self.directory / self.STATE_FILE,
-                 lambda f: f.write(json.dumps(state).encode("utf-8")))
-
-
-def _replace(path, write):
-    """Write ``path`` whole or not at all (a temporary file renamed over it)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        write(f)
-    os.replace(tmp, path)
+            weights = self.directory / self.WEIGHTS_FILE
+            tmp = weights.with_name(f".{weights.name}.tmp")
+            with open(tmp, "wb") as f:  # whole or not at all, as _write_json
+                np.savez(f, **{f"w{i}": w for i, w in enumerate(s.best_weights)})
+            os.replace(tmp, weights)
+        _write_json(self.directory / self.STATE_FILE,
+                    {"epoch": int(epoch), "best": float(s.best),
+                     "best_epoch": int(s.best_epoch), "wait": int(s.wait)})
