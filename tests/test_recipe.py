@@ -193,3 +193,16 @@ def test_early_stopping_patience_boundary():
     assert _run_selection(recipe, [0.5, 0.6, 0.55, 0.58, 0.7, 0.9]) == (1.0, 4)
     # One epoch without improvement is not enough.
     assert _run_selection(recipe, [0.5, 0.6, 0.55, 0.7, 0.65, 0.66]) == (3.0, 6)
+
+
+def test_the_model_line_says_where_the_run_departs_from_the_preset_description():
+    # spe_cnn's description is the paper's frozen-vector model; its 50d recipe
+    # fine-tunes the vectors, and the line printed at training start says so.
+    from keras_posattn.training.settings import resolve_settings
+
+    paper = resolve_settings("spe_cnn", demo=False, recipe_name="paper")
+    assert paper.describe() == f"spe_cnn ({paper.preset['description']})"
+    fifty = resolve_settings("spe_cnn", demo=False, recipe_name="50d")
+    assert fifty.describe().endswith("; this run: trainable_embeddings='all'")
+    tweaked = resolve_settings("spe_cnn", demo=False, recipe_name="50d", overrides={"dropout": 0.5})
+    assert tweaked.describe().endswith("; this run: dropout=0.5, trainable_embeddings='all'")

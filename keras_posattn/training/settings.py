@@ -168,6 +168,19 @@ class Settings:
 
         return zoo.families()[self.preset["family"]]
 
+    def describe(self):
+        """The preset's name and description, and where this run's constructor
+        arguments depart from the preset's (the 50d recipe, the embedded demo or
+        ``--set``): the description is the paper's model, the run may not be."""
+        line = f"{self.model_name} ({self.preset.get('description', '')})"
+        paper = self.preset.get("config", {})
+        changed = {k: v for k, v in self.config.items() if k in paper and paper[k] != v}
+        added = {k: v for k, v in self.config.items() if k not in paper}
+        changes = {**changed, **added}
+        if changes:
+            line += "; this run: " + ", ".join(f"{k}={v!r}" for k, v in sorted(changes.items()))
+        return line
+
 
 def parse_overrides(pairs):
     """Turn ``["dropout=0.1", "branch_masks=[\\"bw\\"]"]`` into a dict (each

@@ -290,7 +290,7 @@ class Run:
         if strategy is not None:
             _log(f"Strategy: {type(strategy).__name__}, {strategy.num_replicas_in_sync} "
                  f"replicas, {workers} worker(s).")
-        _log(f"Model: {o.model_name} ({settings.preset.get('description', '')})\n"
+        _log(f"Model: {settings.describe()}\n"
              f"  {model.count_params():,} parameters; {settings.recipe_name} recipe: "
              + ", ".join(f"{k}={v}" for k, v in settings.recipe.as_dict().items()
                          if v is not None and k != "embeddings"))
