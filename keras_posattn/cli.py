@@ -117,8 +117,9 @@ OPTIONS = {option.dest: option for option in (
     _option("--tokenizer", "tokenizer", choices=TOKENIZERS, help="words (default) or "
             "wordpiece: subword pieces learned on the training texts (flat models, "
             "--embeddings none; needs the 'wordpiece' extra)"),
-    _option("--max-length", "max_length", type=int, help="tokens kept per text (per sentence "
-            "for hierarchical models; default: whole texts, the 99th percentile of long ones)"),
+    _option("--max-length", "max_length", type=int, help="tokens kept per text (hierarchical "
+            "models: words per sentence, a longer sentence read as pieces; default: whole "
+            "texts, the 99th percentile of long ones; sentences: pieces of 50)"),
     _option("--max-sentences", "max_sentences", type=int,
             help="sentences kept per document (hierarchical models: hcan, han)"),
     _option("--max-tokens", "max_tokens", type=int, help="vocabulary size cap"),

@@ -133,3 +133,46 @@ def test_dataset_buckets_both_levels_and_keeps_every_example():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="max_sentences"):
         DocumentPreprocessor(["", "[UNK]", "a"], max_sentences=0)
+
+
+def test_long_sentences_are_read_as_pieces_not_truncated():
+    # R8-like text: no sentence punctuation, one long "sentence".
+    words = [f"w{i}" for i in range(23)]
+    docs = [" ".join(words), "short one. " + " ".join(words[:7]) + "!", ""]
+    longest = dict(length_percentile=None, sentences_percentile=None)
+    whole = DocumentPreprocessor.from_texts(docs, **longest)
+    pieces = DocumentPreprocessor.from_texts(docs, piece_length=5, **longest)
+    assert (whole.max_sentences, whole.max_length) == (2, 23)
+    ids = pieces(docs).numpy()
+    flat = whole(docs[:1]).numpy()[0, 0]
+    # The 23 words become pieces of 5, 5, 5, 5 and 3 words, in order, none lost.
+    assert pieces.max_length == 5
+    assert ids.shape[1] >= 5
+    got = [row[row != 0].tolist() for row in ids[0] if (row != 0).any()]
+    assert [len(r) for r in got] == [5, 5, 5, 5, 3]
+    assert sum(got, []) == flat.tolist()
+    # A sentence exactly piece_length long stays one piece; "short one." is one,
+    # the 7-word sentence two (5 + 2); the empty document has none.
+    second = [row[row != 0].tolist() for row in ids[1] if (row != 0).any()]
+    assert [len(r) for r in second] == [2, 5, 2]
+    assert not ids[2].any()
+    # The automatic limits count pieces: the longest document has 5.
+    assert pieces.max_sentences == 5
+    # Serialised with the rest of the config.
+    again = DocumentPreprocessor.from_config(pieces.get_config())
+    assert again.piece_length == 5
+    np.testing.assert_array_equal(again(docs).numpy(), ids)
+
+
+def test_pieces_count_like_the_graph():
+    from keras_posattn.preprocessing.document_preprocessor import _piece_lengths
+    from keras_posattn.preprocessing.document_preprocessor import _pieces_per_sentence
+
+    lengths = np.array([0, 1, 5, 6, 11, 23])
+    np.testing.assert_array_equal(_pieces_per_sentence(lengths, 5), [0, 1, 1, 2, 3, 5])
+    np.testing.assert_array_equal(_pieces_per_sentence(lengths, None), [0, 1, 1, 1, 1, 1])
+    assert sorted(_piece_lengths(lengths, 5).tolist()) == sorted(
+        [1, 5, 5, 1, 5, 5, 1, 5, 5, 5, 5, 3])
+    assert _piece_lengths(lengths, None).tolist() == [1, 5, 6, 11, 23]
+    with pytest.raises(ValueError, match="piece_length"):
+        DocumentPreprocessor(["", "[UNK]", "a"], piece_length=0)

@@ -112,3 +112,17 @@ def test_wordpiece_tokenizer_through_the_run(tmp_path):
         options = RunOptions(model_name="han", train_path=train, tokenizer="wordpiece",
                              embeddings="none")
         trainer.prepare_data(settings_for(options), options)
+
+
+def test_documents_without_sentence_punctuation_stay_hierarchical(tmp_path):
+    # R8-like files: no punctuation, so each document is one long "sentence";
+    # the run reads it as pieces of PIECE_LENGTH words (or --max-length).
+    train, _ = _files(tmp_path, lengths=[120, 130, 180] * 20)
+    options = RunOptions(model_name="han", train_path=train, embeddings="none")
+    data = trainer.prepare_data(settings_for(options), options)
+    pre = data.preprocessor
+    assert pre.piece_length == data_lib.PIECE_LENGTH == 50
+    assert pre.max_length == 50 and pre.max_sentences == 4  # 182 words: 50, 50, 50, 32
+    options = RunOptions(model_name="han", train_path=train, embeddings="none", max_length=100)
+    pre = trainer.prepare_data(settings_for(options), options).preprocessor
+    assert (pre.piece_length, pre.max_length, pre.max_sentences) == (100, 100, 2)

@@ -39,6 +39,25 @@ def split_sentences(documents):
     return tf.strings.split(documents, _SEPARATOR)
 
 
+def _pieces_per_sentence(lengths, piece_length):
+    """Pieces each sentence of ``lengths`` tokens is read as (0 for an empty one)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if piece_length is None:
+        return np.minimum(lengths, 1)
+    return -(-lengths // int(piece_length))
+
+
+def _piece_lengths(lengths, piece_length):
+    """The token count of every piece of the non-empty sentences of ``lengths``."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    lengths = lengths[lengths > 0]
+    if piece_length is None:
+        return lengths
+    k = int(piece_length)
+    full = np.repeat(k, int(np.sum((lengths - 1) // k)))
+    return np.concatenate([full, lengths - k * ((lengths - 1) // k)])
+
+
 @keras.saving.register_keras_serializable(package="keras_posattn")
 class DocumentPreprocessor(TextPreprocessor):
     """Turns raw documents into (sentences, words) token ids, inside the graph.
@@ -48,9 +67,12 @@ class DocumentPreprocessor(TextPreprocessor):
     the exported SavedModel still takes one raw string per document and TF
     Serving needs nothing else), each sentence is standardised, split and
     looked up exactly as ``TextPreprocessor`` does a text (0 = padding,
-    1 = unknown word), sentences without a token are dropped, and the result
-    is truncated to ``max_sentences`` sentences of at most ``max_length``
-    words. A batch is padded with zeros to its longest document and longest
+    1 = unknown word), sentences without a token are dropped, a sentence
+    longer than ``piece_length`` words is read as consecutive pieces of at
+    most ``piece_length`` words (text without sentence punctuation, such as
+    R8's, stays hierarchical instead of becoming one long "sentence"), and
+    the result is truncated to ``max_sentences`` sentences of at most
+    ``max_length`` words. A batch is padded with zeros to its longest document and longest
     sentence (at least one of each, so an empty string is a valid input
     that the models map to finite outputs), or to ``(max_sentences,
     max_length)`` with ``pad_to_max_length=True``.
@@ -66,6 +88,9 @@ class DocumentPreprocessor(TextPreprocessor):
         standardize, split: as for ``TextPreprocessor`` (applied to each
             sentence).
         pad_to_max_length: pad every batch to ``(max_sentences, max_length)``.
+        piece_length: longer sentences are cut into pieces of this many
+            words (the last one shorter) before ``max_sentences`` applies;
+            None keeps each sentence whole (truncated at ``max_length``).
 
     Call arguments:
         inputs: string tensor (batch,) (or (batch, 1), or a scalar).
@@ -92,12 +117,18 @@ class DocumentPreprocessor(TextPreprocessor):
         standardize=tokenizer_lib.DEFAULT_STANDARDIZE,
         split="whitespace",
         pad_to_max_length=False,
+        piece_length=None,
         **kwargs,
     ):
         max_sentences = int(max_sentences)
         if max_sentences < 1:
             raise ValueError(f"max_sentences must be >= 1, got {max_sentences}.")
+        if piece_length is not None:
+            piece_length = int(piece_length)
+            if piece_length < 1:
+                raise ValueError(f"piece_length must be >= 1 or None, got {piece_length}.")
         self.max_sentences = max_sentences
+        self.piece_length = piece_length
         super().__init__(vocabulary, max_length=max_length, standardize=standardize,
                          split=split, pad_to_max_length=pad_to_max_length, **kwargs)
 
@@ -117,6 +148,7 @@ class DocumentPreprocessor(TextPreprocessor):
         max_sentences=None,
         sentences_percentile=95,
         sentences_cap=64,
+        piece_length=None,
         **kwargs,
     ):
         """A preprocessor whose vocabulary is counted on the documents' sentences.
@@ -129,6 +161,8 @@ class DocumentPreprocessor(TextPreprocessor):
             max_sentences: sentences kept per document. None: the
                 ``sentences_percentile`` (default 95) of the training
                 documents' sentence counts, capped at ``sentences_cap``.
+            piece_length: as for the constructor; the percentiles above
+                count pieces.
             max_tokens, min_count, standardize, split: as for
                 ``TextPreprocessor.from_texts``.
             **kwargs: other constructor arguments.
@@ -138,17 +172,19 @@ class DocumentPreprocessor(TextPreprocessor):
         counts, lengths = tokenizer_lib.count_tokens(
             [s.decode("utf-8") for s in sentences.flat_values.numpy()], standardize, split)
         words = cls._words(counts, max_tokens, min_count, len(texts))
-        # Sentences per document, the empty ones (no token) left out.
+        # Sentences (pieces) per document, the empty ones (no token) left out.
         document = np.repeat(np.arange(len(texts)), sentences.row_lengths().numpy())
-        per_document = np.bincount(document[lengths > 0], minlength=len(texts))
+        pieces = _pieces_per_sentence(lengths, piece_length)
+        per_document = np.bincount(document, weights=pieces, minlength=len(texts)).astype(int)
         return cls(
             vocabulary=[PAD_TOKEN, OOV_TOKEN] + words,
-            max_length=cls.automatic_length(lengths[lengths > 0], max_length,
+            max_length=cls.automatic_length(_piece_lengths(lengths, piece_length), max_length,
                                             length_percentile, length_cap),
             max_sentences=cls.automatic_length(per_document, max_sentences,
                                                sentences_percentile, sentences_cap),
             standardize=standardize,
             split=split,
+            piece_length=piece_length,
             **kwargs,
         )
 
@@ -163,14 +199,28 @@ class DocumentPreprocessor(TextPreprocessor):
             inputs = tf.reshape(inputs, [-1])
         sentences = split_sentences(inputs)
         ids = self._vectorizer(self._standardize(sentences.flat_values))
-        # Drop the sentences without a token by gathering the others: a ragged
+        # Each token's piece: a sentence of L tokens is ceil(L / piece_length)
+        # pieces (one without piece_length), so a sentence without a token
+        # has none and is dropped. Done on the flat tokens: a ragged
         # boolean_mask would densify (sentences in the batch) x (longest
         # sentence) first, which one hostile 100k-token document makes 20 GB.
-        keep = ids.row_lengths() > 0
-        per_document = tf.math.unsorted_segment_sum(
-            tf.cast(keep, tf.int64), sentences.value_rowids(), sentences.nrows())
-        ids = tf.RaggedTensor.from_row_lengths(tf.gather(ids, tf.where(keep)[:, 0]),
-                                               per_document, validate=False)
+        lengths = tf.cast(ids.row_lengths(), tf.int64)
+        rows = ids.value_rowids()
+        if self.piece_length is None:
+            pieces = tf.minimum(lengths, 1)
+            offset = tf.zeros_like(rows)
+        else:
+            k = tf.constant(self.piece_length, tf.int64)
+            pieces = (lengths + k - 1) // k
+            position = tf.range(tf.size(rows, out_type=tf.int64)) - tf.gather(
+                tf.cast(ids.row_starts(), tf.int64), rows)
+            offset = position // k
+        piece = tf.gather(tf.cumsum(pieces, exclusive=True), rows) + offset
+        ids = tf.RaggedTensor.from_value_rowids(ids.flat_values, piece,
+                                                nrows=tf.reduce_sum(pieces), validate=False)
+        per_document = tf.math.unsorted_segment_sum(pieces, sentences.value_rowids(),
+                                                    sentences.nrows())
+        ids = tf.RaggedTensor.from_row_lengths(ids, per_document, validate=False)
         return tf.cast(ids[:, : self.max_sentences, : self.max_length], tf.int32)
 
     def call(self, inputs):
@@ -272,4 +322,5 @@ class DocumentPreprocessor(TextPreprocessor):
     def get_config(self):
         config = super().get_config()
         config["max_sentences"] = self.max_sentences
+        config["piece_length"] = self.piece_length
         return config
