@@ -9,6 +9,10 @@ other nine folds of ``--fold``). The score is what the recipe would keep: the
 best epoch's validation accuracy when it selects on dev (``select_best`` or
 ``early_stopping``), else the last epoch's. Prints one JSON line per run and
 one per candidate (mean, std over seeds); the test split is never evaluated.
+Each epoch's dev accuracy goes to stderr as it is measured. Runs compute in
+Keras' global dtype policy (float32 unless changed): a recipe's
+``mixed_bfloat16`` is not applied here (the record's ``dtype_policy`` says
+which policy ran), as the tables in BENCHMARKS.md were made.
 
     python benchmarks/recipe_dev.py spe_cnn --dataset trec --seeds 1234 1235 1236 \\
         --candidate paper=paper \\
@@ -51,8 +55,21 @@ def parse_candidate(text):
 
 
 class _Clock(keras.callbacks.Callback):
+    """Times the run and prints each epoch's dev accuracy to stderr, so a long
+    run shows its curve before its JSON line (and an interrupted one leaves it)."""
+
+    def __init__(self, label):
+        super().__init__()
+        self.label = label
+
     def on_train_begin(self, logs=None):
         self.start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        print(f"{self.label} epoch {epoch + 1}: accuracy {logs.get('accuracy', float('nan')):.4f}, "
+              f"dev {logs.get('val_accuracy', float('nan')):.4f} "
+              f"({time.perf_counter() - self.start:.0f} s)", file=sys.stderr, flush=True)
 
 
 def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, fold, phrases,
@@ -77,7 +94,7 @@ def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, f
                            shuffle_seed=seed, buckets=recipe.buckets)
     dev_ds = pre.dataset(splits.dev.texts, splits.dev.labels, int(recipe.batch_size),
                          buckets=recipe.buckets)
-    clock = _Clock()
+    clock = _Clock(f"{model_name} {dataset} seed {seed}")
     callbacks = [c for c in (recipe.schedule_callback(), recipe.selection_callback()) if c]
     history = model.fit(train_ds, validation_data=dev_ds, epochs=int(recipe.epochs),
                         callbacks=callbacks + [clock], verbose=0, shuffle=False).history
@@ -94,6 +111,7 @@ def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, f
         "train_size": len(train_texts),
         "dev_size": len(splits.dev.texts),
         "vectors": data.vectors_name,
+        "dtype_policy": model.dtype_policy.name,
         "recipe": {k: v for k, v in recipe.as_dict().items() if v is not None},
     }
 
