@@ -129,14 +129,14 @@ def test_documents_without_sentence_punctuation_stay_hierarchical(tmp_path):
 
 
 def test_in_domain_vectors_are_the_files_default_where_chosen_on_four_dev_sets():
-    # spe_cnn, shallow_cnn, dpcnn and hcan (and the presets built on them):
+    # spe_cnn, shallow_cnn, dpcnn, hcan and epn (and the presets built on them):
     # domain+glove-6b-50d won on the mean over TREC, MR, R8 and IMDB dev
     # (BENCHMARKS "A default that transfers"); every other family keeps GloVe
     # 50d; the paper recipe keeps the paper's stand-in; the embedded task has no
     # vectors.
     from keras_posattn import zoo
 
-    chosen = {"spe_cnn", "shallow_cnn", "dpcnn", "hcan"}
+    chosen = {"spe_cnn", "shallow_cnn", "dpcnn", "hcan", "epn"}
     for name in zoo.list_models():
         family = zoo.get_preset(name)["family"]
         recipe = default_recipe_name(name, demo=False)
