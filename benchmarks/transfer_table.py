@@ -8,6 +8,13 @@ candidate with the best mean dev accuracy over the sets (the worst set breaks
 near-ties), never a test split's.
 
     python benchmarks/transfer_table.py results/transfer/*.jsonl [--model dpcnn]
+
+``--patience N`` scores each run as the same recipe with early stopping at
+patience N would have (Keras' ``EarlyStopping`` on ``val_accuracy``, best
+weights kept): the best dev accuracy up to the epoch it would have stopped at,
+read off the run's per-epoch curve. Exact, because every epoch before the stop
+trains the same; a run that itself stopped on a smaller patience cannot be
+read this way and is refused. The table then adds the mean epochs trained.
 """
 
 import argparse
@@ -34,13 +41,41 @@ def read_runs(paths):
     return runs
 
 
+def early_stopped(val_accuracy, patience):
+    """``(best dev accuracy, epochs trained)`` of a run with this curve under
+    Keras' ``EarlyStopping(monitor="val_accuracy", mode="max", patience=...)``:
+    it stops once ``patience`` epochs in a row have not beaten the best."""
+    best, wait = float("-inf"), 0
+    for epoch, value in enumerate(val_accuracy, start=1):
+        wait += 1
+        if value > best:
+            best, wait = value, 0
+        if wait >= patience:
+            return best, epoch
+    return best, len(val_accuracy)
+
+
+def with_patience(run, patience):
+    """``run`` with its ``dev_accuracy`` and ``epochs_run`` as early stopping
+    at ``patience`` would have left them."""
+    own = (run.get("recipe") or {}).get("early_stopping")
+    if own and int(own) < patience:
+        raise SystemExit(f"{run['model']} {run['dataset']} {run['candidate']} seed {run['seed']}: "
+                         f"the run stopped on patience {own}, its curve cannot show "
+                         f"patience {patience}")
+    score, epochs = early_stopped(run["val_accuracy"], patience)
+    return {**run, "dev_accuracy": score, "epochs_run": epochs}
+
+
 def table(runs):
     """``{model: (sets, rows)}``: rows are ``(candidate, {set: (mean, n)}, mean, worst)``
     sorted by the mean over sets (best first)."""
     scores = collections.defaultdict(lambda: collections.defaultdict(list))
+    epochs = collections.defaultdict(list)
     for run in runs:
         key = (run["model"], run["candidate"])
         scores[key][run["dataset"]].append(float(run["dev_accuracy"]))
+        epochs[key].append(int(run["epochs_run"]))
     out = {}
     for model in sorted({m for m, _ in scores}):
         sets = sorted({s for (m, _), per_set in scores.items() if m == model for s in per_set})
@@ -52,19 +87,22 @@ def table(runs):
             complete = [cells[s][0] for s in sets if s in cells]
             mean = statistics.fmean(complete) if len(complete) == len(sets) else None
             worst = min(complete) if len(complete) == len(sets) else None
-            rows.append((candidate, cells, mean, worst))
+            rows.append((candidate, cells, mean, worst, statistics.fmean(epochs[m, candidate])))
         rows.sort(key=lambda r: (r[2] is None, -(r[2] or 0), -(r[3] or 0)))
         out[model] = (sets, rows)
     return out
 
 
-def markdown(model, sets, rows):
-    head = f"| `{model}` candidate | " + " | ".join(sets) + " | mean | worst |\n"
-    head += "|---|" + "---:|" * (len(sets) + 2) + "\n"
+def markdown(model, sets, rows, epochs=False):
+    extra = " epochs trained (mean) |" if epochs else ""
+    head = f"| `{model}` candidate | " + " | ".join(sets) + " | mean | worst |" + extra + "\n"
+    head += "|---|" + "---:|" * (len(sets) + 2 + bool(epochs)) + "\n"
     body = ""
-    for candidate, cells, mean, worst in rows:
+    for candidate, cells, mean, worst, trained in rows:
         shown = [f"{100 * cells[s][0]:.2f} ({cells[s][1]})" if s in cells else "–" for s in sets]
         tail = ["–" if x is None else f"{100 * x:.2f}" for x in (mean, worst)]
+        if epochs:
+            tail.append(f"{trained:.1f}")
         body += f"| {candidate} | " + " | ".join(shown + tail) + " |\n"
     return head + body
 
@@ -73,11 +111,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("files", nargs="+")
     parser.add_argument("--model", help="only this model")
+    parser.add_argument("--patience", type=int, help="score each run as early stopping at this "
+                        "patience would have (from its per-epoch curve)")
     args = parser.parse_args()
-    for model, (sets, rows) in table(read_runs(args.files)).items():
+    if args.patience is not None and args.patience < 1:
+        parser.error("--patience must be at least 1")
+    runs = read_runs(args.files)
+    if args.patience:
+        runs = [with_patience(run, args.patience) for run in runs]
+    for model, (sets, rows) in table(runs).items():
         if args.model and model != args.model:
             continue
-        print(markdown(model, sets, rows))
+        print(markdown(model, sets, rows, epochs=bool(args.patience)))
     return 0
 
 
