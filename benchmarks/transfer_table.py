@@ -68,8 +68,8 @@ def with_patience(run, patience):
 
 
 def table(runs):
-    """``{model: (sets, rows)}``: rows are ``(candidate, {set: (mean, n)}, mean, worst)``
-    sorted by the mean over sets (best first)."""
+    """``{model: (sets, rows)}``: rows are ``(candidate, {set: (mean, n)}, mean,
+    worst, mean epochs trained)`` sorted by the mean over sets (best first)."""
     scores = collections.defaultdict(lambda: collections.defaultdict(list))
     epochs = collections.defaultdict(list)
     for run in runs:
