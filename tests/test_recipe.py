@@ -205,6 +205,7 @@ def test_cspan_50d_recipe_runs_its_whole_schedule_and_keeps_the_best_dev_epoch()
     for name in ("cspan_big", "cspan_table5_c_relative", "cspan"):
         recipe = resolve_settings(name, demo=False, recipe_name="50d").recipe
         assert recipe.select_best and not recipe.early_stopping, name
+    recipe = resolve_settings("cspan", demo=False, recipe_name="50d").recipe
     assert (recipe.epochs, list(recipe.lr_decay_epochs)) == (30, [20, 25])
     curve = [0.6708, 0.6000, 0.5750, 0.6844, 0.7583, 0.7281, 0.7563, 0.7115, 0.7667, 0.7823,
              0.7563, 0.7490, 0.7625, 0.7531, 0.7667]
