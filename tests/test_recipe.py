@@ -53,6 +53,8 @@ def test_a_presets_50d_recipe_opts_into_bfloat16_only_where_native(monkeypatch):
         "mixed_bfloat16")
     plus = resolve_settings("dpcnn_plus", demo=False, recipe_name="50d").recipe
     assert plus.dtype_policy()[0] is None and plus.select_best and plus.epochs == 30 and plus.early_stopping == 5
+    monkeypatch.setattr(utils, "native_bfloat16", lambda: None)
+    assert fifty.dtype_policy()[0] is None
 
 
 def test_dpcnn_50d_recipe_waits_out_the_early_dip_on_mr():
@@ -70,8 +72,6 @@ def test_dpcnn_50d_recipe_waits_out_the_early_dip_on_mr():
         assert (recipe.epochs, recipe.early_stopping, recipe.select_best) == (30, 5, True), name
         assert _run_selection(recipe, curve) == (3.0, 9), name
     assert _run_selection(Recipe.from_dict({"early_stopping": 2, "epochs": 30}), curve) == (0.0, 3)
-    monkeypatch.setattr(utils, "native_bfloat16", lambda: None)
-    assert fifty.dtype_policy()[0] is None
 
 
 def test_kim_non_static_opts_into_bfloat16_and_static_does_not(monkeypatch):
