@@ -226,6 +226,36 @@ def test_ctrl_c_stops_at_a_clean_point_and_the_resumed_run_keeps_every_epoch(fli
     assert record["epochs_run"] == 3 and record["history"] == result.history
 
 
+HCAN_SMALL = dict(embedding_dim=16, units=16, num_heads=2)
+
+
+@pytest.mark.parametrize("model_name, overrides, at_epoch", [
+    ("kim_cnn_static", KIM, 1),
+    ("kim_cnn_static", KIM, 2),
+    ("hcan", HCAN_SMALL, 1),  # documents: DocumentPreprocessor's batches
+])
+def test_a_resumed_run_trains_as_the_uninterrupted_run(flipped, tmp_path, model_name,
+                                                       overrides, at_epoch):
+    """Interrupted in epoch ``at_epoch`` and resumed, a run ends where the same
+    run without the interruption ends: the epochs after the resume see the
+    same data order (tf.data's seeded reshuffle draws a new order per
+    iterator, afresh in a new process) and the same dropout masks (the seed
+    generators are not among the weights Keras's backup saves). Without
+    either, the losses after the resume differ."""
+    options = dict(model_name=model_name, epochs=3, learning_rate=0.002,
+                   overrides=overrides | {"dropout": 0.5})
+    straight = trainer.Run(_options(flipped, output_dir=tmp_path / "straight", **options))
+    straight = straight.execute()
+    with pytest.raises(KeyboardInterrupt):
+        trainer.Run(_options(flipped, output_dir=tmp_path / "resumed",
+                             callbacks=[_CtrlC(epoch=at_epoch)], **options)).execute()
+    resumed = trainer.Run(_options(flipped, output_dir=tmp_path / "resumed", resume=True,
+                                   **options)).execute()
+    assert len(straight.history["loss"]) == 3
+    assert resumed.history == straight.history  # every epoch's loss and dev scores
+    assert resumed.test_accuracy == straight.test_accuracy
+
+
 def test_a_resumed_run_selects_and_counts_patience_over_every_epoch(tmp_path):
     """The recipe's selection (``EarlyStopping``) continues across an
     interruption: the best epoch before it stays the best, the patience counts

@@ -16,6 +16,9 @@
 - ``SelectionState``: the recipe's early stopping / best-epoch selection
   (its best dev accuracy, best epoch, patience count and best weights) kept
   beside the backup, so that a resumed run selects over every epoch.
+- ``RandomState`` (with ``replay_shuffles``): the layers' seed generators
+  kept beside the backup and the data order replayed, so that a resumed run
+  trains as the uninterrupted run would have.
 
 Viewing the images: ``tensorboard --logdir <run>/logs``, IMAGES tab; the
 step slider is the (0-based) epoch.
@@ -233,6 +236,15 @@ class CleanInterrupt(keras.callbacks.Callback):
         self._stop_if_requested()
 
 
+def _write_npz(path, **arrays):
+    """``path`` replaced whole by ``arrays`` (``np.savez``), never half-written
+    (as ``run_folder._write_json``)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, **arrays)
+    os.replace(tmp, path)
+
+
 class SelectionState(keras.callbacks.Callback):
     """Carries a ``keras.callbacks.EarlyStopping`` (the recipe's early
     stopping and best-epoch selection) across an interrupted run.
@@ -280,11 +292,76 @@ class SelectionState(keras.callbacks.Callback):
 
         self.directory.mkdir(parents=True, exist_ok=True)
         if s.best_epoch == epoch and s.best_weights is not None:
-            weights = self.directory / self.WEIGHTS_FILE
-            tmp = weights.with_name(f".{weights.name}.tmp")
-            with open(tmp, "wb") as f:  # whole or not at all, as _write_json
-                np.savez(f, **{f"w{i}": w for i, w in enumerate(s.best_weights)})
-            os.replace(tmp, weights)
+            _write_npz(self.directory / self.WEIGHTS_FILE,
+                       **{f"w{i}": w for i, w in enumerate(s.best_weights)})
         _write_json(self.directory / self.STATE_FILE,
                     {"epoch": int(epoch), "best": float(s.best),
                      "best_epoch": int(s.best_epoch), "wait": int(s.wait)})
+
+
+class RandomState(keras.callbacks.Callback):
+    """Carries the model's random streams across an interrupted run, so that a
+    resumed run trains as the uninterrupted run would have (the same dropout
+    masks; ``replay_shuffles`` gives it the same data order).
+
+    Keras's ``BackupAndRestore`` saves the weights (``model.weights``), not
+    the layers' seed generators (in ``model.variables`` only): a resumed run
+    would draw its dropout masks again from the start. After every epoch this
+    callback writes those states to ``<directory>/random_state.npz``; on
+    ``resume`` it puts them back at the start of training when they were
+    written at the epoch the run resumes from. The directory is the run's
+    backup folder, which Keras removes when the run finishes.
+    """
+
+    FILE = "random_state.npz"
+
+    def __init__(self, directory, resume=False):
+        super().__init__()
+        self.directory = Path(directory)
+        self.resume = resume
+
+    def _states(self):
+        saved = {id(v) for v in self.model.weights}
+        return [v for v in self.model.variables if id(v) not in saved]
+
+    def on_train_begin(self, logs=None):
+        path = self.directory / self.FILE
+        if not (self.resume and path.exists()):
+            return
+        from keras_posattn.training.run_folder import RunFolder
+        from keras_posattn.training.run_folder import _log
+
+        states = self._states()
+        with np.load(path) as stored:
+            epochs = int(stored["epochs"])
+            values = [stored[f"s{i}"] for i in range(len(stored.files) - 1)]
+        if epochs != RunFolder(self.directory.parent).resumed_epoch() or len(values) != len(states):
+            _log("Resume: the random streams were not saved with the last epoch; "
+                 "dropout draws anew from here.")
+            return
+        for variable, value in zip(states, values):
+            variable.assign(value)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.directory.mkdir(parents=True, exist_ok=True)
+        _write_npz(self.directory / self.FILE, epochs=np.int64(epoch + 1),
+                   **{f"s{i}": keras.ops.convert_to_numpy(v.value)
+                      for i, v in enumerate(self._states())})
+
+
+#: Iterators Keras 3's ``fit`` makes of a training set whose number of
+#: batches it knows (``assert_cardinality``) in each epoch: the epoch's own,
+#: and one it makes ready at the epoch's end and replaces at the next start.
+ITERATORS_PER_EPOCH = 2
+
+
+def replay_shuffles(dataset, epochs):
+    """Draw the shuffle orders ``epochs`` finished epochs of ``fit`` drew from
+    ``dataset``, so that the next epoch sees the order the uninterrupted run's
+    epoch ``epochs`` saw. ``tf.data`` draws a new order each time an iterator
+    is made (``reshuffle_each_iteration``), from a sequence that starts afresh
+    with every new dataset: without this a resumed run would train its
+    remaining epochs on the first epochs' orders. The iterators are made and
+    dropped; the data is not read. Call it before ``fit``."""
+    for _ in range(ITERATORS_PER_EPOCH * int(epochs)):
+        iter(dataset)

@@ -78,6 +78,14 @@ class RunFolder:
         """Whether the folder holds an interrupted run (a backup to resume)."""
         return self.backup.exists()
 
+    def resumed_epoch(self):
+        """The epoch an interrupted run resumes at: the epochs Keras's
+        ``BackupAndRestore`` saved in the backup (0 without one)."""
+        path = self.backup / "training_metadata.json"
+        if not path.exists():
+            return 0
+        return int(json.loads(path.read_text())["epoch"])
+
     def finished(self):
         """Whether the folder holds a finished run (its classifier or record)."""
         return not self.interrupted() and (

@@ -164,7 +164,8 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     images and per-epoch checkpoints; returns Keras' ``History`` holding
     every epoch of the run (on ``resume``, the interrupted run's too; the
     early stopping and best-epoch selection then continue over every epoch,
-    ``callbacks.SelectionState``).
+    ``callbacks.SelectionState``, and the data order and dropout masks are
+    the uninterrupted run's, ``callbacks.RandomState``).
 
     The vocabulary and class names are written to ``output_dir``; on
     ``resume`` the vocabulary must match the interrupted run's. Ctrl-C stops
@@ -177,7 +178,9 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     from keras_posattn.training.callbacks import ClassifierCheckpoint
     from keras_posattn.training.callbacks import CleanInterrupt
     from keras_posattn.training.callbacks import EpochHistory
+    from keras_posattn.training.callbacks import RandomState
     from keras_posattn.training.callbacks import SelectionState
+    from keras_posattn.training.callbacks import replay_shuffles
     from keras_posattn.training.callbacks import tensorboard_callbacks
 
     folder = RunFolder(output_dir)
@@ -187,6 +190,8 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     train_ds, train_steps = _sharded(
         data.batches("train", recipe.batch_size, recipe.buckets, seed=seed), num_workers,
         "steps_per_epoch")
+    if resume and num_workers <= 1:  # a sharded, repeated set draws its orders otherwise
+        replay_shuffles(train_ds, folder.resumed_epoch())
     dev_ds, dev_steps = _sharded(data.batches("dev", recipe.batch_size, recipe.buckets),
                                  num_workers, "validation_steps")
     epochs = EpochHistory(folder, resume=resume)
@@ -201,6 +206,7 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
                 keras.callbacks.BackupAndRestore(str(folder.backup), save_freq="epoch"),
                 ClassifierCheckpoint(data.preprocessor, data.label_names, folder.checkpoint),
                 epochs,
+                RandomState(folder.backup, resume=resume),
                 keras.callbacks.TensorBoard(log_dir=str(folder.logs)),
                 *tensorboard_callbacks(model, data, folder.logs),
                 *recipe_callbacks,
