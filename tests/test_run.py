@@ -256,6 +256,17 @@ def test_a_resumed_run_trains_as_the_uninterrupted_run(flipped, tmp_path, model_
     assert resumed.test_accuracy == straight.test_accuracy
 
 
+def test_the_replayed_shuffles_follow_the_installed_keras():
+    """Keras 3.6's ``fit`` makes one iterator of a training set of known length
+    an epoch, Keras 3.7 and later two (read in their ``EpochIterator``); the
+    installed Keras's count is the one the test above relies on."""
+    from keras_posattn.training.callbacks import iterators_per_epoch
+
+    assert iterators_per_epoch("3.6.0") == 1
+    assert [iterators_per_epoch(v) for v in ("3.7.0", "3.15.1", "4.0.0")] == [2, 2, 2]
+    assert iterators_per_epoch() == iterators_per_epoch(keras.version())
+
+
 def test_a_resumed_run_selects_and_counts_patience_over_every_epoch(tmp_path):
     """The recipe's selection (``EarlyStopping``) continues across an
     interruption: the best epoch before it stays the best, the patience counts

@@ -349,10 +349,14 @@ class RandomState(keras.callbacks.Callback):
                       for i, v in enumerate(self._states())})
 
 
-#: Iterators Keras 3's ``fit`` makes of a training set whose number of
-#: batches it knows (``assert_cardinality``) in each epoch: the epoch's own,
-#: and one it makes ready at the epoch's end and replaces at the next start.
-ITERATORS_PER_EPOCH = 2
+def iterators_per_epoch(version=None):
+    """Iterators Keras's ``fit`` makes, in each epoch, of a training set whose
+    number of batches it knows (``assert_cardinality``): from Keras 3.7 two,
+    the epoch's own and one it makes ready at the epoch's end and replaces at
+    the next start; Keras 3.6 makes one. ``version`` defaults to the installed
+    Keras's."""
+    major, minor = (int(part) for part in (version or keras.version()).split(".")[:2])
+    return 1 if (major, minor) < (3, 7) else 2
 
 
 def replay_shuffles(dataset, epochs):
@@ -363,5 +367,5 @@ def replay_shuffles(dataset, epochs):
     with every new dataset: without this a resumed run would train its
     remaining epochs on the first epochs' orders. The iterators are made and
     dropped; the data is not read. Call it before ``fit``."""
-    for _ in range(ITERATORS_PER_EPOCH * int(epochs)):
+    for _ in range(iterators_per_epoch() * int(epochs)):
         iter(dataset)
