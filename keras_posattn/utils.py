@@ -53,6 +53,35 @@ def native_bfloat16(cpuinfo="/proc/cpuinfo"):
     return None
 
 
+def machine(cpuinfo="/proc/cpuinfo"):
+    """The machine a run trains on, in a few words: its CPU's model name
+    (``/proc/cpuinfo``, Linux; else ``platform.processor()``), its cores, and
+    its GPUs. Results of the same seed differ between machines (floating-point
+    kernels, and recipes whose mixed precision is ``"auto"``), so a record
+    names the machine."""
+    import os
+    import platform
+
+    import tensorflow as tf
+
+    model = None
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    model = value.strip()
+                    break
+    except OSError:
+        pass
+    out = f"{model or platform.processor() or platform.machine() or 'unknown CPU'}, " \
+          f"{os.cpu_count()} cores"
+    gpus = tf.config.list_physical_devices("GPU")
+    names = [tf.config.experimental.get_device_details(g).get("device_name", g.name)
+             for g in gpus]
+    return out + ("; " + ", ".join(names) if names else "")
+
+
 def process_alive(pid):
     """Whether process ``pid`` runs on this machine (a process of another
     user counts: it exists)."""

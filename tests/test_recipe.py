@@ -34,6 +34,21 @@ def test_native_bfloat16_reads_the_cpu_flags(tmp_path, monkeypatch):
     assert utils.native_bfloat16(str(tmp_path / "missing")) is None
 
 
+def test_machine_names_the_cpu_model_and_cores(tmp_path, monkeypatch):
+    import os
+
+    import tensorflow as tf
+
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\n"
+                    "model name\t: AMD EPYC 7B13\nflags\t\t: fpu avx2\n"
+                    "processor\t: 1\nmodel name\t: AMD EPYC 7B13\n")
+    assert utils.machine(str(info)) == "AMD EPYC 7B13, 2 cores"
+    assert utils.machine(str(tmp_path / "missing")).endswith(", 2 cores")
+
+
 def test_a_presets_50d_recipe_opts_into_bfloat16_only_where_native(monkeypatch):
     """MPSAN's and DPCNN's 50d recipes say mixed_bfloat16 = "auto" (measured
     faster at equal TREC accuracy); the paper recipe stays float32, and so does

@@ -68,6 +68,8 @@ def test_runs_record_table_and_resume(tmp_path, counted):
     assert sorted(record["units"]) == ["run0", "run1"]
     assert [u["seed"] for u in record["units"].values()] == [1234, 1235]
     assert all(u["epochs"] == 1 and u["seconds"] > 0 for u in record["units"].values())
+    from keras_posattn.utils import machine
+    assert all(u["machine"] == machine() for u in record["units"].values())
     accuracies = [u["accuracy"] for u in record["units"].values()]
     summary = record["summary"]
     assert summary["runs_finished"] == 2

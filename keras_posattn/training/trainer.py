@@ -379,6 +379,8 @@ class Run:
 
     def _record(self, model, result, seconds):
         """What ``result.json`` holds."""
+        from keras_posattn.utils import machine
+
         splits, o = self.data.splits, self.options
         record = {k: v for k, v in dataclasses.asdict(result).items() if k != "record"}
         record.update(
@@ -388,6 +390,7 @@ class Run:
             recipe=self.settings.recipe.as_dict(),
             recipe_name=self.settings.recipe_name,
             dtype_policy=model.dtype_policy.name,
+            machine=machine(),
             data=splits.description,
             dataset=splits.name,
             fold=splits.fold,
