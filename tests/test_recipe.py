@@ -93,8 +93,8 @@ def test_flat_hcan_50d_recipe_waits_out_the_early_dip_on_mr():
     """Flat HCAN's dev accuracy on MR fold 0 (seed 1235, recipe_dev.py,
     BENCHMARKS.md "Flat HCAN's patience") dips at epochs 3-4: patience 2
     stopped at epoch 4 and kept epoch 2's 0.768; the 50d recipe's patience 5
-    reaches epoch 5's 0.784. HCAN's own recipe keeps patience 2 (its audit
-    found no such dip)."""
+    reaches epoch 5's 0.784. HCAN's own recipe keeps patience 2 (the dips its
+    audit found lasted one epoch)."""
     from keras_posattn.training.trainer import resolve_settings
 
     curve = [0.7323, 0.7677, 0.7115, 0.7594, 0.7844, 0.7573, 0.7719, 0.7802, 0.7698, 0.7656,
