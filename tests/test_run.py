@@ -256,6 +256,29 @@ def test_a_resumed_run_trains_as_the_uninterrupted_run(flipped, tmp_path, model_
     assert resumed.test_accuracy == straight.test_accuracy
 
 
+def test_a_resumed_multi_worker_run_trains_as_the_uninterrupted_run(flipped, tmp_path,
+                                                                    monkeypatch):
+    """The multi-worker path (a repeated training set, one Keras iterator for
+    every epoch, ``distribute.shard_steps``) resumes where the uninterrupted
+    run was too: the resumed iterator skips the finished epochs' batches.
+    Run here in one process under the default strategy, which hands each
+    global batch whole to the one worker: the same stream the workers of a
+    multi-worker strategy split between them (tests/test_distribute.py).
+    Without the skip, the resumed epochs read the first epochs' batches."""
+    monkeypatch.setattr(trainer.distribute, "num_workers", lambda strategy: 2)
+    options = dict(epochs=3, learning_rate=0.002, overrides=KIM | {"dropout": 0.5})
+    straight = trainer.Run(_options(flipped, output_dir=tmp_path / "straight", **options))
+    straight = straight.execute()
+    with pytest.raises(KeyboardInterrupt):
+        trainer.Run(_options(flipped, output_dir=tmp_path / "resumed",
+                             callbacks=[_CtrlC(epoch=1)], **options)).execute()
+    resumed = trainer.Run(_options(flipped, output_dir=tmp_path / "resumed", resume=True,
+                                   **options)).execute()
+    assert len(straight.history["loss"]) == 3
+    assert resumed.history == straight.history
+    assert resumed.test_accuracy == straight.test_accuracy
+
+
 def test_the_replayed_shuffles_follow_the_installed_keras():
     """Keras 3.6's ``fit`` makes one iterator of a training set of known length
     an epoch, Keras 3.7 and later two (read in their ``EpochIterator``); the

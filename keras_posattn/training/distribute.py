@@ -77,14 +77,30 @@ def is_chief():
     return kind == "worker" and index == 0
 
 
-def shard_steps(dataset, num_workers):
-    """``(repeated dataset, steps)`` so every worker runs the same number of
-    steps over its shard of ``dataset``'s batches."""
+def shard_steps(dataset, num_workers, start_epoch=0):
+    """``(repeated dataset, steps)``: an epoch of every worker over
+    ``dataset``'s batches, for a multi-worker strategy.
+
+    The strategy splits each of ``dataset``'s (global) batches between the
+    replicas of all workers (it rebatches, then shards by element): every
+    worker takes its part of every batch, so an epoch is as many steps as
+    ``dataset`` has batches, on each worker. (A final batch with fewer rows
+    than replicas leaves some replicas an empty part; the all-reduced loss
+    and metrics count the rows there are.) Keras keeps one iterator of the
+    repeated set across the epochs; ``start_epoch`` skips the batches of the
+    epochs a resumed run has finished, so that its next epoch reads what the
+    uninterrupted run's did: the skipped repetitions draw the same shuffle
+    orders. ``num_workers`` is for the error message."""
     batches = int(dataset.cardinality().numpy())
-    steps = max(1, batches // num_workers)
+    if batches < 1:
+        raise ValueError(f"A multi-worker run ({num_workers} workers) needs a dataset of known, "
+                         f"positive length; this one has cardinality {batches}.")
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    return dataset.repeat().with_options(options), steps
+    repeated = dataset.repeat()
+    if start_epoch:
+        repeated = repeated.skip(int(start_epoch) * batches)
+    return repeated.with_options(options), batches
 
 
 def _vector_logs(logs):

@@ -148,12 +148,13 @@ def float32_copy(model):
 # --- fit and evaluate -------------------------------------------------------------
 
 
-def _sharded(dataset, num_workers, key):
-    """``(dataset, {key: steps})``: with several workers, every worker runs
-    the same number of steps over its shard (``distribute.shard_steps``)."""
+def _sharded(dataset, num_workers, key, start_epoch=0):
+    """``(dataset, {key: steps})``: with several workers, a repeated set and
+    the steps of an epoch (``distribute.shard_steps``; ``start_epoch``: the
+    epochs a resumed run has finished)."""
     if num_workers <= 1:
         return dataset, {}
-    dataset, steps = distribute.shard_steps(dataset, num_workers)
+    dataset, steps = distribute.shard_steps(dataset, num_workers, start_epoch)
     return dataset, {key: steps}
 
 
@@ -170,8 +171,8 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     The vocabulary and class names are written to ``output_dir``; on
     ``resume`` the vocabulary must match the interrupted run's. Ctrl-C stops
     at the end of a batch with ``KeyboardInterrupt``, the run resumable.
-    With ``num_workers > 1`` (a multi-worker strategy) every worker runs the
-    same number of steps over its shard. With ``projector``, the trained
+    With ``num_workers > 1`` (a multi-worker strategy) each epoch is one
+    pass over the training set, every worker taking its part of each batch. With ``projector``, the trained
     word embedding is written for TensorBoard's projector
     (``logs/projector``).
     """
@@ -187,11 +188,12 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     folder.checkpoint.parent.mkdir(parents=True, exist_ok=True)
     folder.write_vocabulary(data.preprocessor, data.label_names, resume=resume)
     _log(f"TensorBoard: tensorboard --logdir {folder.logs}")
+    finished = folder.resumed_epoch() if resume else 0
     train_ds, train_steps = _sharded(
         data.batches("train", recipe.batch_size, recipe.buckets, seed=seed), num_workers,
-        "steps_per_epoch")
-    if resume and num_workers <= 1:  # a sharded, repeated set draws its orders otherwise
-        replay_shuffles(train_ds, folder.resumed_epoch())
+        "steps_per_epoch", start_epoch=finished)
+    if finished and num_workers <= 1:  # a repeated, multi-worker set skips them instead
+        replay_shuffles(train_ds, finished)
     dev_ds, dev_steps = _sharded(data.batches("dev", recipe.batch_size, recipe.buckets),
                                  num_workers, "validation_steps")
     epochs = EpochHistory(folder, resume=resume)
