@@ -172,9 +172,9 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     ``resume`` the vocabulary must match the interrupted run's. Ctrl-C stops
     at the end of a batch with ``KeyboardInterrupt``, the run resumable.
     With ``num_workers > 1`` (a multi-worker strategy) each epoch is one
-    pass over the training set, every worker taking its part of each batch. With ``projector``, the trained
-    word embedding is written for TensorBoard's projector
-    (``logs/projector``).
+    pass over the training set, every worker taking its part of each batch.
+    With ``projector``, the trained word embedding is written for
+    TensorBoard's projector (``logs/projector``).
     """
     from keras_posattn.training.callbacks import ClassifierCheckpoint
     from keras_posattn.training.callbacks import CleanInterrupt
