@@ -9,6 +9,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# pytest-xdist workers for make test: one a core by default. loadscope keeps a
+# test module on one worker (its module fixtures are built once, its tests run
+# in file order); TEST_WORKERS=0 runs the suite in this process.
+TEST_WORKERS ?= auto
 
 # The lowest versions setup.cfg's install_requires allows, exactly.
 LOWEST := tensorflow==2.16.2 keras==3.6.0 tensorboard==2.16.2 \
@@ -35,7 +39,7 @@ run: $(STAMP)
 	$(BIN)/keras-posattn train mpsan
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=15
 
 test-lowest:
 	$(PYTHON) -m venv $(LOWEST_VENV)
