@@ -129,14 +129,15 @@ def test_documents_without_sentence_punctuation_stay_hierarchical(tmp_path):
 
 
 def test_in_domain_vectors_are_the_files_default_where_chosen_on_four_dev_sets():
-    # spe_cnn, shallow_cnn, dpcnn, hcan and epn (and the presets built on them):
+    # spe_cnn, shallow_cnn, dpcnn, hcan, epn (and the presets built on them) and
+    # kim_cnn_nonstatic (its static twin keeps GloVe: it has no 50d table):
     # domain+glove-6b-50d won on the mean over TREC, MR, R8 and IMDB dev
     # (BENCHMARKS "A default that transfers"); every other family keeps GloVe
     # 50d; the paper recipe keeps the paper's stand-in; the embedded task has no
     # vectors.
     from keras_posattn import zoo
 
-    chosen = {"spe_cnn", "shallow_cnn", "dpcnn", "hcan", "epn"}
+    chosen = {"spe_cnn", "shallow_cnn", "dpcnn", "hcan", "epn", "kim_cnn"}
     for name in zoo.list_models():
         family = zoo.get_preset(name)["family"]
         recipe = default_recipe_name(name, demo=False)
@@ -147,6 +148,13 @@ def test_in_domain_vectors_are_the_files_default_where_chosen_on_four_dev_sets()
         paper = trainer.resolve_settings(name, demo=False, recipe_name="paper").recipe
         assert paper.embeddings != "domain+glove-6b-50d", name
     assert default_recipe_name("spe_cnn", demo=False) == "50d"
+    # Kim's CNN-non-static's 50d recipe is its paper recipe with other vectors.
+    assert default_recipe_name("kim_cnn_nonstatic", demo=False) == "50d"
+    assert default_recipe_name("kim_cnn_static", demo=False) == "paper"
+    ours = trainer.resolve_settings("kim_cnn_nonstatic", demo=False, recipe_name="50d")
+    paper = trainer.resolve_settings("kim_cnn_nonstatic", demo=False, recipe_name="paper")
+    assert ours.config == paper.config
+    assert ours.recipe.replace(embeddings="glove-6b-50d") == paper.recipe
 
 
 def test_the_default_vectors_train_in_domain_on_files(tmp_path, monkeypatch):
