@@ -44,6 +44,28 @@ def logits_loss(loss):
     return loss
 
 
+def _batch_spec(x, y):
+    """``(features, labels)`` as tensor specs with an unknown batch size: a
+    ``tf.data.Dataset``'s element spec, or the first row of arrays or lists;
+    None for anything else."""
+    import tensorflow as tf
+
+    if isinstance(x, tf.data.Dataset):
+        spec = x.element_spec
+        if isinstance(spec, tuple) and len(spec) in (2, 3) and all(
+                isinstance(s, tf.TensorSpec) for s in spec):
+            return spec[0], spec[1]
+        return None
+    if y is None or not isinstance(x, (np.ndarray, list, tuple)) or \
+            not isinstance(y, (np.ndarray, list, tuple)) or not len(x) or not len(y):
+        return None
+    try:
+        first = [tf.convert_to_tensor(np.asarray(v[:1])) for v in (x, y)]
+    except (TypeError, ValueError):
+        return None
+    return tuple(tf.TensorSpec([None, *t.shape[1:]], t.dtype) for t in first)
+
+
 def _snake_case(name):
     return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
 
@@ -85,7 +107,35 @@ class LogitsClassifier(keras.Model):
         validation = kwargs.get("validation_data")
         if isinstance(validation, tuple) and len(validation) >= 2:
             self.check_labels(validation[1])
-        return super().fit(x, self.check_labels(y), *args, **kwargs)
+        y = self.check_labels(y)
+        self._build_before_tracing(x, y)
+        return super().fit(x, y, *args, **kwargs)
+
+    def _build_before_tracing(self, x, y):
+        """Create the optimizer's and the compiled metrics' variables before
+        ``fit`` traces its training step.
+
+        Without a distribution strategy, Keras's TensorFlow trainer creates
+        them inside the first trace of the step, and ``tf.function`` then
+        traces the whole step a second time (a function that created
+        variables is traced again without): measured, the second trace was
+        a third of a small HCAN run's time. Keras's own symbolic build (what
+        it runs first under a strategy) makes them from the batch's shapes
+        alone; it is skipped where Keras runs it itself or the batch's
+        structure is not a plain (features, labels) one, and any failure
+        leaves ``fit`` to build as Keras does."""
+        if self.optimizer is None or self.optimizer.built:
+            return
+        if getattr(self, "_distribute_strategy", None) is not None:
+            return  # Keras builds symbolically itself
+        batch = _batch_spec(x, y)
+        if batch is None:
+            return
+        try:
+            with self.distribute_strategy.scope():
+                self._symbolic_build(data_batch=batch)
+        except Exception:  # noqa: BLE001 - fit builds in its trace as Keras does
+            return
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
         return super().evaluate(x, self.check_labels(y), *args, **kwargs)
