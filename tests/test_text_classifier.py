@@ -113,7 +113,7 @@ def test_fit_traces_its_training_step_once(data, monkeypatch):
     original = keras.Model.train_step
 
     def counted(self, batch):
-        traces.append(tf.nest.map_structure(lambda t: tuple(t.shape), batch))
+        traces.append(tf.nest.map_structure(lambda t: None if t is None else tuple(t.shape), batch))
         return original(self, batch)
 
     if data == "strings":
@@ -130,6 +130,25 @@ def test_fit_traces_its_training_step_once(data, monkeypatch):
     assert model.optimizer.built and np.isfinite(history.history["loss"]).all()
     assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 2 * 3 \
         if data == "dataset" else 2 * 2
+
+
+def test_train_on_batch_traces_its_step_once(monkeypatch):
+    import tensorflow as tf
+
+    traces = []
+    original = keras.Model.train_step
+
+    def counted(self, batch):
+        traces.append(tf.nest.map_structure(lambda t: None if t is None else tuple(t.shape), batch))
+        return original(self, batch)
+
+    model = small_model()
+    monkeypatch.setattr(type(model), "train_step", counted)
+    model.compile()
+    ids = np.random.default_rng(3).integers(2, 30, size=(8, 6)).astype("int32")
+    losses = [model.train_on_batch(ids, np.array(LABELS)) for _ in range(2)]
+    assert len(traces) == 1, traces
+    assert np.isfinite(losses).all()
 
 
 def test_fit_takes_label_names_and_checks_labels():

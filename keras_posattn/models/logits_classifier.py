@@ -103,13 +103,19 @@ class LogitsClassifier(keras.Model):
 
     def fit(self, x=None, y=None, *args, **kwargs):
         """``keras.Model.fit``; integer labels outside ``0..num_classes-1``
-        (in ``y`` or ``validation_data``) raise a one-line error."""
+        (in ``y`` or ``validation_data``) raise a one-line error, and the
+        training step is traced once (``_build_before_tracing``)."""
         validation = kwargs.get("validation_data")
         if isinstance(validation, tuple) and len(validation) >= 2:
             self.check_labels(validation[1])
         y = self.check_labels(y)
         self._build_before_tracing(x, y)
         return super().fit(x, y, *args, **kwargs)
+
+    def train_on_batch(self, x, y=None, *args, **kwargs):
+        """``keras.Model.train_on_batch``, its step traced once (see ``fit``)."""
+        self._build_before_tracing(x, y)
+        return super().train_on_batch(x, y, *args, **kwargs)
 
     def _build_before_tracing(self, x, y):
         """Create the optimizer's and the compiled metrics' variables before
