@@ -125,7 +125,7 @@ def test_fit_traces_its_training_step_once(data, monkeypatch):
     monkeypatch.setattr(type(model), "train_step", counted)
     model.compile()
     history = model.fit(x, y, epochs=2, batch_size=4, verbose=0) if y is not None else \
-        model.fit(x, epochs=2, verbose=0)
+        model.fit(x, epochs=2, shuffle=False, verbose=0)
     assert len(traces) == 1, traces
     assert model.optimizer.built and np.isfinite(history.history["loss"]).all()
     assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 2 * 3 \
