@@ -52,11 +52,13 @@ def measure(name, args):
         return step(self, batch)
 
     type(model).train_step = counted
-    model.compile()
-    start = time.perf_counter()
-    model.fit(ids, labels, batch_size=32, epochs=1, verbose=0)
-    fit_s = time.perf_counter() - start
-    type(model).train_step = step
+    try:
+        model.compile()
+        start = time.perf_counter()
+        model.fit(ids, labels, batch_size=32, epochs=1, verbose=0)
+        fit_s = time.perf_counter() - start
+    finally:
+        type(model).train_step = step
     classifier = TextClassifier(preprocessor, model, label_names=["a", "b"])
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()

@@ -140,7 +140,7 @@ def _add_endpoints(archive, classifier, label_names):
 
     # The model's forward pass, traced once and called by the three
     # signatures that return probabilities (each traced its own copy of the
-    # model before: the export took about twice as long).
+    # model before: exports took 1.1-1.6x as long, BENCHMARKS.md "Start-up").
     @tf.function(input_signature=[tf.TensorSpec(shape=[None] * rank, dtype=tf.int32)])
     def logits(ids):
         return model(ids, training=False)

@@ -28,7 +28,8 @@ def test_two_workers_train_in_step(tmp_path):
     # than MPSAN's in each worker.
     command = [sys.executable, "-m", "keras_posattn.cli", "train", "kim_cnn_static",
                "--strategy", "multi_worker", "--demo-size", "300", "--epochs", "2",
-               "--set", "embedding_dim=16", "--set", "filters=8", "--output-dir", str(tmp_path / "run"),
+               "--set", "embedding_dim=16", "--set", "filters=8",
+               "--output-dir", str(tmp_path / "run"),
                "--export-dir", str(tmp_path / "sm"), "--verbose", "2"]
     outputs = _two_workers(command, tmp_path)
     assert "MultiWorkerMirroredStrategy" in outputs[0] or "CollectiveAllReduce" in outputs[0]

@@ -101,6 +101,20 @@ def test_fit_predict_evaluate_take_python_strings(as_):
     assert set(clf.evaluate(x, LABELS, verbose=0, return_dict=True)) == {"loss", "accuracy"}
 
 
+def count_traces(model, monkeypatch):
+    """A list that gets one entry each time ``model``'s training step is
+    traced (its Python body runs once a trace)."""
+    traces = []
+    original = keras.Model.train_step
+
+    def counted(self, batch):
+        traces.append(len(batch))
+        return original(self, batch)
+
+    monkeypatch.setattr(type(model), "train_step", counted)
+    return traces
+
+
 @pytest.mark.parametrize("data", ["strings", "dataset"])
 def test_fit_traces_its_training_step_once(data, monkeypatch):
     """``fit`` creates the optimizer's and the metrics' variables before it
@@ -109,41 +123,28 @@ def test_fit_traces_its_training_step_once(data, monkeypatch):
     same batch spec before this was fixed)."""
     import tensorflow as tf
 
-    traces = []
-    original = keras.Model.train_step
-
-    def counted(self, batch):
-        traces.append(tf.nest.map_structure(lambda t: None if t is None else tuple(t.shape), batch))
-        return original(self, batch)
-
     if data == "strings":
-        model, x, y = classifier(), list(TEXTS), LABELS
+        model = classifier()
+        traces = count_traces(model, monkeypatch)
+        model.compile()
+        history = model.fit(list(TEXTS), LABELS, epochs=2, batch_size=4, verbose=0)
+        steps = 2 * 2  # 8 texts in batches of 4, two epochs
     else:
         model = small_model()
+        traces = count_traces(model, monkeypatch)
+        model.compile()
         ids = np.random.default_rng(2).integers(2, 30, size=(8, 6)).astype("int32")
-        x, y = tf.data.Dataset.from_tensor_slices((ids, np.array(LABELS))).batch(3), None
-    monkeypatch.setattr(type(model), "train_step", counted)
-    model.compile()
-    history = model.fit(x, y, epochs=2, batch_size=4, verbose=0) if y is not None else \
-        model.fit(x, epochs=2, shuffle=False, verbose=0)
+        data = tf.data.Dataset.from_tensor_slices((ids, np.array(LABELS))).batch(3)
+        history = model.fit(data, epochs=2, shuffle=False, verbose=0)
+        steps = 2 * 3  # 8 rows in batches of 3, two epochs
     assert len(traces) == 1, traces
     assert model.optimizer.built and np.isfinite(history.history["loss"]).all()
-    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 2 * 3 \
-        if data == "dataset" else 2 * 2
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == steps
 
 
 def test_train_on_batch_traces_its_step_once(monkeypatch):
-    import tensorflow as tf
-
-    traces = []
-    original = keras.Model.train_step
-
-    def counted(self, batch):
-        traces.append(tf.nest.map_structure(lambda t: None if t is None else tuple(t.shape), batch))
-        return original(self, batch)
-
     model = small_model()
-    monkeypatch.setattr(type(model), "train_step", counted)
+    traces = count_traces(model, monkeypatch)
     model.compile()
     ids = np.random.default_rng(3).integers(2, 30, size=(8, 6)).astype("int32")
     losses = [model.train_on_batch(ids, np.array(LABELS)) for _ in range(2)]
