@@ -13,9 +13,11 @@ from keras_posattn.utils import count_parameters
 SMALL = {"embedding_dim": 16, "num_queries": 3, "dropout": 0.2}
 
 
+# Table 5 (b) is the same model code with other switches: its export (the
+# slowest check, the same path) is left to the base model's.
 @pytest.mark.parametrize("name", ["cspan", "cspan_table5_b_position"])
 def test_shared_model_checks(name):
-    run_model_test(name, SMALL)
+    run_model_test(name, SMALL, check_export=name == "cspan")
 
 
 @pytest.mark.parametrize("name", ["cspan_big", "cspan_table3_bilstm", "cspan_table3_self_att",
