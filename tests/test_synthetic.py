@@ -199,7 +199,10 @@ def test_bag_of_words_classifier_api():
 
 
 def test_order_aware_model_learns_task(task):
-    """A small stock Keras model that sees order reaches >= 0.85."""
+    """A small stock Keras model that sees order reaches >= 0.85: a convolution
+    whose features keep their positions (flattened, not pooled). A Bi-LSTM
+    over the convolution learns it too, in six times the time (0.999 against
+    0.987-0.995 over seeds 0-3 after 6 epochs)."""
     keras = pytest.importorskip("keras")
     from keras import layers
 
@@ -220,7 +223,7 @@ def test_order_aware_model_learns_task(task):
     inputs = keras.Input((max_len,), dtype="int32")
     h = layers.Embedding(len(vocab) + 2, 32)(inputs)
     h = layers.Conv1D(64, 5, padding="same", activation="relu")(h)
-    h = layers.Bidirectional(layers.LSTM(32))(h)
+    h = layers.Flatten()(h)
     outputs = layers.Dense(len(task.label_names), activation="softmax")(h)
     model = keras.Model(inputs, outputs)
     model.compile(optimizer=keras.optimizers.Adam(1e-3),
