@@ -139,9 +139,26 @@ def test_every_preset_builds_and_runs(name):
 
 @pytest.mark.parametrize("name", zoo.list_models())
 def test_every_preset_builds_bare(name):
-    """Every model builds with no argument but its name (paper sizes, 5 classes)."""
+    """Every model builds with no argument but its name (paper sizes, 5 classes,
+    a 20,000-word vocabulary, the preset's ``max_length``), with the model
+    contract's parts and a JSON config (tests/model_checks.py checks the
+    whole contract, config round trip included, on a small build of each
+    family)."""
+    import json
+
+    from keras_posattn.layers import ClassificationHead
+    from keras_posattn.layers import TokenEmbedding
+    from keras_posattn.models.base import ZooModel
+
     model = zoo.build(name)
+    assert isinstance(model, ZooModel), type(model)
     assert model.num_classes == 5 and model.vocabulary_size == 20000
+    preset_length = zoo.get_preset(name)["config"].get("max_length")
+    if preset_length is not None:
+        assert model.max_length == preset_length
+    assert isinstance(model.embedding, TokenEmbedding) and isinstance(model.head, ClassificationHead)
+    assert model.head.num_classes == 5 and model.embedding.output_dim == model.embedding_dim
+    json.dumps(model.get_config())
 
 
 def _fake_presets(monkeypatch, presets):
