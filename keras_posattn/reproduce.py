@@ -21,7 +21,9 @@ them on the next call). The JSON is rewritten after every unit, so an
 interrupted reproduction resumes where it stopped: finished units are
 skipped, and a unit cut short mid-training resumes from its last epoch
 checkpoint (the trainer's ``resume``). More runs or folds than a record holds
-extend it; other settings (seed, epochs, trainer arguments) are refused.
+extend it; other settings (seed, epochs, trainer arguments) are refused. A
+new record says so on stderr when the folder holds the same model and set
+under another recipe's name (a default whose recipe name changed).
 Runs train in ``<results_dir>/runs/<model>-<dataset>-<recipe>/``.
 """
 
@@ -220,6 +222,25 @@ class _Record:
         record["versions"] = _versions()
         self.record = record
 
+    def other_recipes(self):
+        """The records of the same model and set under another recipe's name
+        in this folder, with how many units each holds: ``[(path, recipe,
+        units)]``. A default whose recipe name changed (e.g. a preset that
+        gained a 50d table) starts a new record beside its old one."""
+        model, dataset = self.record["model"], self.record["dataset"]
+        prefix = f"{model}-{dataset.replace(':', '_')}-"
+        found = []
+        for path in sorted(self.results_dir.glob(f"{prefix}*.json")):
+            if path == self.path:
+                continue
+            try:
+                other = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if (other.get("model"), other.get("dataset")) == (model, dataset):
+                found.append((path, other.get("recipe"), len(other.get("units") or {})))
+        return found
+
     def save(self):
         self.record["summary"] = _summary(self.record)
         tmp = self.path.with_name(self.path.name + ".tmp")
@@ -335,6 +356,13 @@ def reproduce(model_name, dataset, runs=3, recipe=None, folds=None, data_dir=Non
          "train_kwargs": {k: v for k, v in sorted(train_kwargs.items())}}, default=str))
     book = _Record(results_dir, model_name, dataset, label, settings, command)
     record = book.record
+    if not record["units"]:
+        for path, other, count in book.other_recipes():
+            units = f"{count} finished unit{'' if count == 1 else 's'}"
+            print(f"[reproduce] {path} holds {units} of {model_name} on {dataset} under "
+                  f"the recipe {other!r}; this run records under {label!r} in {book.path} "
+                  f"(pass --recipe {other} to continue that record).", file=sys.stderr,
+                  flush=True)
     units = list(_units(runs, fold_list))
     todo = [u for u in units if u[2] not in record["units"]]
     total, done_before = len(units), len(units) - len(todo)

@@ -160,6 +160,31 @@ def test_other_settings_do_not_mix_with_a_record(tmp_path, capsys):
     assert "other settings" in capsys.readouterr().err
 
 
+def test_a_new_record_names_the_same_run_under_another_recipe(tmp_path, capsys):
+    # kim_cnn_nonstatic's 50d recipe is its paper recipe with other vectors:
+    # a default whose recipe name changed once, so its old records are "paper".
+    write_sets(tmp_path / "data")
+
+    def kim(*extra):
+        return cli.main(["reproduce", "kim_cnn_nonstatic", "--data-dir", str(tmp_path / "data"),
+                         "--results-dir", str(tmp_path / "results"), "--dataset", "trec",
+                         "--runs", "1", "--no-peers", *TINY, *extra])
+
+    assert kim("--recipe", "paper") == 0
+    assert "under the recipe" not in capsys.readouterr().err
+    assert kim("--recipe", "50d") == 0
+    err = capsys.readouterr().err
+    old = tmp_path / "results/kim_cnn_nonstatic-trec-paper.json"
+    new = tmp_path / "results/kim_cnn_nonstatic-trec-50d.json"
+    assert (f"[reproduce] {old} holds 1 finished unit of kim_cnn_nonstatic on trec under the "
+            f"recipe 'paper'; this run records under '50d' in {new} (pass --recipe paper "
+            "to continue that record).") in err
+    assert json.loads(new.read_text())["units"].keys() == {"run0"}
+    # Resuming the new record says nothing more.
+    assert kim("--recipe", "50d") == 0
+    assert "under the recipe" not in capsys.readouterr().err
+
+
 def test_recipe_named_as_the_trainer_picks():
     assert reproduce_lib.resolve_recipe("mpsan") == "50d"  # a glove50d table, 50d vectors
     assert reproduce_lib.resolve_recipe("mpsan", embeddings="none") == "paper"
