@@ -361,8 +361,8 @@ def reproduce(model_name, dataset, runs=3, recipe=None, folds=None, data_dir=Non
             units = f"{count} finished unit{'' if count == 1 else 's'}"
             print(f"[reproduce] {path} holds {units} of {model_name} on {dataset} under "
                   f"the recipe {other!r}; this run records under {label!r} in {book.path} "
-                  f"(pass --recipe {other} to continue that record).", file=sys.stderr,
-                  flush=True)
+                  f"(--recipe {other} with that record's settings continues it).",
+                  file=sys.stderr, flush=True)
     units = list(_units(runs, fold_list))
     todo = [u for u in units if u[2] not in record["units"]]
     total, done_before = len(units), len(units) - len(todo)

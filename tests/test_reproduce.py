@@ -177,8 +177,8 @@ def test_a_new_record_names_the_same_run_under_another_recipe(tmp_path, capsys):
     old = tmp_path / "results/kim_cnn_nonstatic-trec-paper.json"
     new = tmp_path / "results/kim_cnn_nonstatic-trec-50d.json"
     assert (f"[reproduce] {old} holds 1 finished unit of kim_cnn_nonstatic on trec under the "
-            f"recipe 'paper'; this run records under '50d' in {new} (pass --recipe paper "
-            "to continue that record).") in err
+            f"recipe 'paper'; this run records under '50d' in {new} (--recipe paper with "
+            "that record's settings continues it).") in err
     assert json.loads(new.read_text())["units"].keys() == {"run0"}
     # Resuming the new record says nothing more.
     assert kim("--recipe", "50d") == 0
