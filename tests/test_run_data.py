@@ -129,15 +129,15 @@ def test_documents_without_sentence_punctuation_stay_hierarchical(tmp_path):
 
 
 def test_in_domain_vectors_are_the_files_default_where_chosen_on_four_dev_sets():
-    # spe_cnn, shallow_cnn, dpcnn, hcan, epn, cspan (and the presets built on them) and
-    # kim_cnn_nonstatic (its static twin keeps GloVe: it has no 50d table):
+    # spe_cnn, shallow_cnn, dpcnn, hcan, epn, cspan, han (and the presets built on them)
+    # and kim_cnn_nonstatic (its static twin keeps GloVe: it has no 50d table):
     # domain+glove-6b-50d won on the mean over TREC, MR, R8 and IMDB dev
     # (BENCHMARKS "A default that transfers"); every other family keeps GloVe
     # 50d; the paper recipe keeps the paper's stand-in; the embedded task has no
     # vectors.
     from keras_posattn import zoo
 
-    chosen = {"spe_cnn", "shallow_cnn", "dpcnn", "hcan", "epn", "cspan", "kim_cnn"}
+    chosen = {"spe_cnn", "shallow_cnn", "dpcnn", "hcan", "epn", "cspan", "kim_cnn", "han"}
     for name in zoo.list_models():
         family = zoo.get_preset(name)["family"]
         recipe = default_recipe_name(name, demo=False)
@@ -153,6 +153,12 @@ def test_in_domain_vectors_are_the_files_default_where_chosen_on_four_dev_sets()
     assert default_recipe_name("kim_cnn_static", demo=False) == "paper"
     ours = trainer.resolve_settings("kim_cnn_nonstatic", demo=False, recipe_name="50d")
     paper = trainer.resolve_settings("kim_cnn_nonstatic", demo=False, recipe_name="paper")
+    assert ours.config == paper.config
+    assert ours.recipe.replace(embeddings="glove-6b-50d") == paper.recipe
+    # HAN's likewise: its paper recipe with other vectors.
+    assert default_recipe_name("han", demo=False) == "50d"
+    ours = trainer.resolve_settings("han", demo=False, recipe_name="50d")
+    paper = trainer.resolve_settings("han", demo=False, recipe_name="paper")
     assert ours.config == paper.config
     assert ours.recipe.replace(embeddings="glove-6b-50d") == paper.recipe
 
