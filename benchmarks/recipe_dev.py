@@ -23,12 +23,25 @@ which policy ran), as the tables in BENCHMARKS.md were made.
 A candidate is ``NAME=BASE[:JSON]``, JSON with optional ``config`` (model
 arguments) and ``recipe`` (``Recipe`` fields) objects. ``--max-train N``
 trains on a seeded sample of N training texts (a quick look on large sets).
+
+Every run trains through the trainer's ``fit`` (the recipe's callbacks, the
+per-epoch backup that makes a run resumable) in a folder of its own: a
+temporary one, or with ``--work-dir DIR`` one under DIR that outlives the
+process. Run the same command again with the same ``--work-dir`` and an
+interrupted run resumes from its last finished epoch, training as the
+uninterrupted run would have; a finished run is not trained again (its record
+is in its folder's ``record.json``). Each run's JSON line is printed once, by
+the invocation that finishes it, so appending every invocation's output to one
+file (``>>``) keeps one line a run.
 """
 
 import argparse
+import dataclasses
 import json
+import pathlib
 import statistics
 import sys
+import tempfile
 import time
 
 from keras_posattn.cli import quiet_tensorflow  # noqa: E402
@@ -39,6 +52,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_posattn.training import trainer  # noqa: E402
+from keras_posattn.training.run_folder import RunFolder  # noqa: E402
 
 
 def parse_candidate(text):
@@ -73,7 +87,16 @@ class _Clock(keras.callbacks.Callback):
 
 
 def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, fold, phrases,
-                  seed, max_train=None, max_length=None, max_tokens=None):
+                  seed, max_train=None, max_length=None, max_tokens=None, output_dir=None,
+                  callbacks=None):
+    """Train one candidate once and return its record. ``output_dir`` is the
+    run's folder (a temporary one when None); if it holds an interrupted run
+    of the same candidate, the run resumes there."""
+    if output_dir is None:
+        with tempfile.TemporaryDirectory(prefix="recipe_dev-") as tmp:
+            return run_candidate(model_name, base, config, recipe_changes, dataset, data_dir,
+                                 fold, phrases, seed, max_train, max_length, max_tokens,
+                                 pathlib.Path(tmp), callbacks)
     keras.utils.set_random_seed(seed)
     settings = trainer.resolve_settings(model_name, demo=False, overrides=config,
                                         recipe_name=base)
@@ -82,22 +105,19 @@ def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, f
         model_name=model_name, dataset=dataset, data_dir=data_dir, fold=fold, phrases=phrases,
         seed=seed, max_length=max_length, max_tokens=max_tokens))
     splits = data.splits
-    train_texts, train_labels = splits.train.texts, np.asarray(splits.train.labels)
-    if max_train and len(train_texts) > max_train:
-        keep = np.random.default_rng(seed).permutation(len(train_texts))[:max_train]
-        train_texts = [train_texts[i] for i in keep]
-        train_labels = train_labels[keep]
+    if max_train and len(splits.train) > max_train:
+        keep = np.random.default_rng(seed).permutation(len(splits.train))[:max_train]
+        data.splits = dataclasses.replace(splits, train=splits.train.take(keep))
     model = trainer.build_model(settings, data)
     recipe = settings.recipe
-    pre = data.preprocessor
-    train_ds = pre.dataset(train_texts, train_labels, int(recipe.batch_size),
-                           shuffle_seed=seed, buckets=recipe.buckets)
-    dev_ds = pre.dataset(splits.dev.texts, splits.dev.labels, int(recipe.batch_size),
-                         buckets=recipe.buckets)
+    resumed = RunFolder(output_dir).resumed_epoch()
+    if resumed:
+        print(f"{model_name} {dataset} seed {seed}: resuming after epoch {resumed} "
+              f"({output_dir})", file=sys.stderr, flush=True)
     clock = _Clock(f"{model_name} {dataset} seed {seed}")
-    callbacks = [c for c in (recipe.schedule_callback(), recipe.selection_callback()) if c]
-    history = model.fit(train_ds, validation_data=dev_ds, epochs=int(recipe.epochs),
-                        callbacks=callbacks + [clock], verbose=0, shuffle=False).history
+    history = trainer.fit(model, data, recipe, output_dir, seed=seed,
+                          callbacks=[clock, *(callbacks or [])], verbose=0,
+                          resume=bool(resumed)).history
     val = [float(v) for v in history["val_accuracy"]]
     selects = bool(recipe.select_best or recipe.early_stopping)
     score = max(val) if selects else val[-1]
@@ -108,7 +128,8 @@ def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, f
         "val_accuracy": [round(v, 4) for v in val],
         "train_accuracy": [round(float(v), 4) for v in history["accuracy"]],
         "seconds": round(time.perf_counter() - clock.start, 1),
-        "train_size": len(train_texts),
+        **({"resumed_after_epoch": resumed} if resumed else {}),
+        "train_size": len(data.splits.train),
         "dev_size": len(splits.dev.texts),
         "vectors": data.vectors_name,
         "dtype_policy": model.dtype_policy.name,
@@ -116,7 +137,30 @@ def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, f
     }
 
 
-def main():
+def run_folder(work_dir, unit):
+    """The folder of one run under ``work_dir``, named by ``unit``'s fields and
+    holding them in ``unit.json``; a folder whose ``unit.json`` names another
+    run (a candidate name reused with other settings) is refused."""
+    name = "-".join(str(unit[k]) for k in ("model", "dataset", "fold", "candidate", "seed")
+                    if unit[k] is not None)
+    if unit["max_train"]:
+        name += f"-train{unit['max_train']}"
+    folder = pathlib.Path(work_dir) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "unit.json"
+    if path.exists():
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored != unit:
+            changed = sorted(k for k in set(stored) | set(unit) if stored.get(k) != unit.get(k))
+            raise SystemExit(f"{folder} holds another run ({', '.join(changed)} differ: "
+                             f"{ {k: stored.get(k) for k in changed} }); use another "
+                             f"--work-dir or candidate name")
+    else:
+        path.write_text(json.dumps(unit, indent=1) + "\n", encoding="utf-8")
+    return folder
+
+
+def main(argv=None, callbacks=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model")
     parser.add_argument("--dataset", required=True)
@@ -129,7 +173,9 @@ def main():
     parser.add_argument("--max-train", type=int)
     parser.add_argument("--max-length", type=int)
     parser.add_argument("--max-tokens", type=int)
-    args = parser.parse_args()
+    parser.add_argument("--work-dir", help="keep each run's folder here: a rerun of the "
+                        "same command resumes interrupted runs and skips finished ones")
+    args = parser.parse_args(argv)
     from keras_posattn.datasets import catalog
 
     fold = args.fold
@@ -139,14 +185,28 @@ def main():
     for name, base, config, recipe in map(parse_candidate, args.candidate):
         scores = []
         for seed in args.seeds:
-            record = run_candidate(args.model, base, config, recipe, args.dataset, args.data_dir,
-                                   fold, args.phrases, seed, args.max_train, args.max_length,
-                                   args.max_tokens)
-            scores.append(record["dev_accuracy"])
-            print(json.dumps({"benchmark": "recipe_dev", "model": args.model,
-                              "dataset": args.dataset, "fold": fold, "phrases": args.phrases,
-                              "candidate": name, "base": base, "config": config, "seed": seed,
-                              **record}), flush=True)
+            unit = {"model": args.model, "dataset": args.dataset, "fold": fold,
+                    "phrases": args.phrases, "candidate": name, "base": base, "config": config,
+                    "recipe": recipe, "seed": seed, "max_train": args.max_train,
+                    "max_length": args.max_length, "max_tokens": args.max_tokens}
+            folder = run_folder(args.work_dir, unit) if args.work_dir else None
+            done = folder / "record.json" if folder else None
+            if done and done.exists():
+                line = json.loads(done.read_text(encoding="utf-8"))
+                print(f"{args.model} {args.dataset} {name} seed {seed}: finished earlier, "
+                      f"dev {line['dev_accuracy']:.4f} ({done})", file=sys.stderr, flush=True)
+            else:
+                record = run_candidate(args.model, base, config, recipe, args.dataset,
+                                       args.data_dir, fold, args.phrases, seed, args.max_train,
+                                       args.max_length, args.max_tokens, folder, callbacks)
+                line = {"benchmark": "recipe_dev", "model": args.model,
+                        "dataset": args.dataset, "fold": fold, "phrases": args.phrases,
+                        "candidate": name, "base": base, "config": config, "seed": seed,
+                        **record}
+                if done:
+                    done.write_text(json.dumps(line) + "\n", encoding="utf-8")
+                print(json.dumps(line), flush=True)
+            scores.append(line["dev_accuracy"])
         print(json.dumps({"benchmark": "recipe_dev_summary", "model": args.model,
                           "dataset": args.dataset, "fold": fold, "candidate": name,
                           "base": base, "config": config, "recipe": recipe,

@@ -1,0 +1,111 @@
+"""benchmarks/recipe_dev.py: dev-only runs through the trainer's ``fit``; with
+``--work-dir`` an interrupted invocation resumes where it stopped, training as
+the uninterrupted one would, and a finished run is not trained again."""
+
+import json
+import os
+import signal
+
+import keras
+import pytest
+import recipe_dev
+from test_reproduce import write_sets
+
+from keras_posattn.training.run_folder import RunFolder
+
+CANDIDATE = ('--candidate=small=paper:{"config": {"embedding_dim": 8, "dropout": 0.5}, '
+             '"recipe": {"epochs": 3, "embeddings": "none"}}')
+
+
+class _CtrlCInFit(keras.callbacks.Callback):
+    """Ctrl-C (SIGINT to this process) after the first batch of ``epoch`` of
+    the ``fit``-th training run this callback sees."""
+
+    def __init__(self, fit, epoch):
+        super().__init__()
+        self.fit, self.epoch, self.fits, self.current = fit, epoch, 0, None
+
+    def on_train_begin(self, logs=None):
+        self.fits += 1
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.current = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if (self.fits, self.current, batch) == (self.fit, self.epoch, 0):
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def printed(capsys, benchmark="recipe_dev"):
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()
+             if line.startswith("{")]
+    return [line for line in lines if line["benchmark"] == benchmark]
+
+
+def without_time(run):
+    return {k: v for k, v in run.items() if k not in ("seconds", "resumed_after_epoch")}
+
+
+@pytest.fixture
+def args(tmp_path):
+    data = write_sets(tmp_path / "data")
+    return ["kim_cnn_static", "--dataset", "trec", "--data-dir", str(data),
+            "--seeds", "1234", "1235", CANDIDATE]
+
+
+def test_an_interrupted_invocation_resumes_and_keeps_its_finished_runs(tmp_path, args, capsys,
+                                                                      monkeypatch):
+    assert recipe_dev.main(args) == 0  # each run in a temporary folder
+    straight = printed(capsys)
+    assert [(r["seed"], r["epochs_run"]) for r in straight] == [(1234, 3), (1235, 3)]
+    assert all(r["train_size"] == 108 and r["dev_size"] == 12 for r in straight)
+
+    work = ["--work-dir", str(tmp_path / "work")]
+    with pytest.raises(KeyboardInterrupt):
+        recipe_dev.main(args + work, callbacks=[_CtrlCInFit(fit=2, epoch=1)])
+    first = printed(capsys)  # seed 1234 finished, seed 1235 stopped in its epoch 2
+    assert [without_time(r) for r in first] == [without_time(straight[0])]
+    folder = tmp_path / "work" / "kim_cnn_static-trec-small-1235"
+    assert RunFolder(folder).resumed_epoch() == 1
+    assert (tmp_path / "work" / "kim_cnn_static-trec-small-1234" / "record.json").exists()
+
+    fits = []
+    real_fit = recipe_dev.trainer.fit
+    monkeypatch.setattr(recipe_dev.trainer, "fit",
+                        lambda *a, **k: fits.append(k["resume"]) or real_fit(*a, **k))
+    assert recipe_dev.main(args + work) == 0
+    out = capsys.readouterr().out.splitlines()
+    second = [json.loads(line) for line in out if line.startswith("{")]
+    # Only the resumed run trains, and prints its line; it is the straight run's.
+    assert fits == [True]
+    assert [r["benchmark"] for r in second] == ["recipe_dev", "recipe_dev_summary"]
+    assert second[0]["resumed_after_epoch"] == 1
+    assert without_time(second[0]) == without_time(straight[1])
+    assert second[1]["runs"] == 2
+    assert second[1]["mean"] == pytest.approx(
+        round(sum(r["dev_accuracy"] for r in straight) / 2, 4))
+
+    # Everything finished: nothing trains, no run line repeats.
+    assert recipe_dev.main(args + work) == 0
+    assert fits == [True] and printed(capsys) == []
+
+
+def test_a_work_folder_of_another_run_is_refused(tmp_path):
+    unit = {"model": "hcan_flat", "dataset": "imdb", "fold": None, "candidate": "glove",
+            "seed": 1234, "max_train": 5000, "recipe": {}}
+    folder = recipe_dev.run_folder(tmp_path, unit)
+    assert folder.name == "hcan_flat-imdb-glove-1234-train5000"
+    assert recipe_dev.run_folder(tmp_path, dict(unit)) == folder
+    with pytest.raises(SystemExit, match=r"hcan_flat-imdb-glove-1234-train5000 holds another "
+                                         r"run \(recipe differ"):
+        recipe_dev.run_folder(tmp_path, unit | {"recipe": {"learning_rate": 0.01}})
+
+
+def test_max_train_trains_on_a_seeded_sample(tmp_path, args, capsys):
+    args = args[:args.index("--seeds")] + ["--seeds", "1234", CANDIDATE, "--max-train", "40",
+                                           "--work-dir", str(tmp_path / "work")]
+    assert recipe_dev.main(args) == 0
+    (run,) = printed(capsys)
+    assert run["train_size"] == 40 and run["dev_size"] == 12 and run["epochs_run"] == 3
+    record = tmp_path / "work" / "kim_cnn_static-trec-small-1234-train40" / "record.json"
+    assert json.loads(record.read_text()) == run
