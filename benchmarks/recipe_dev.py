@@ -53,6 +53,7 @@ import numpy as np  # noqa: E402
 
 from keras_posattn.training import trainer  # noqa: E402
 from keras_posattn.training.run_folder import RunFolder  # noqa: E402
+from keras_posattn.training.run_folder import _write_json  # noqa: E402
 
 
 def parse_candidate(text):
@@ -156,7 +157,7 @@ def run_folder(work_dir, unit):
                              f"{ {k: stored.get(k) for k in changed} }); use another "
                              f"--work-dir or candidate name")
     else:
-        path.write_text(json.dumps(unit, indent=1) + "\n", encoding="utf-8")
+        _write_json(path, unit)
     return folder
 
 
@@ -204,7 +205,7 @@ def main(argv=None, callbacks=None):
                         "candidate": name, "base": base, "config": config, "seed": seed,
                         **record}
                 if done:
-                    done.write_text(json.dumps(line) + "\n", encoding="utf-8")
+                    _write_json(done, line)  # never half-written
                 print(json.dumps(line), flush=True)
             scores.append(line["dev_accuracy"])
         print(json.dumps({"benchmark": "recipe_dev_summary", "model": args.model,
