@@ -33,6 +33,11 @@ uninterrupted run would have; a finished run is not trained again (its record
 is in its folder's ``record.json``). Each run's JSON line is printed once, by
 the invocation that finishes it, so appending every invocation's output to one
 file (``>>``) keeps one line a run.
+
+``--deterministic`` runs TensorFlow's deterministic kernels: float32 runs on
+a CPU otherwise drift apart in the last digits from the first epoch, so two
+candidates compared on one seed differ by that noise too (BENCHMARKS.md,
+"Deterministic reruns").
 """
 
 import argparse
@@ -134,6 +139,7 @@ def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, f
         "dev_size": len(splits.dev.texts),
         "vectors": data.vectors_name,
         "dtype_policy": model.dtype_policy.name,
+        "deterministic": trainer.op_determinism(),
         "recipe": {k: v for k, v in recipe.as_dict().items() if v is not None},
     }
 
@@ -176,8 +182,14 @@ def main(argv=None, callbacks=None):
     parser.add_argument("--max-tokens", type=int)
     parser.add_argument("--work-dir", help="keep each run's folder here: a rerun of the "
                         "same command resumes interrupted runs and skips finished ones")
+    parser.add_argument("--deterministic", action="store_true", help="TensorFlow's "
+                        "deterministic kernels (as `keras-posattn train --deterministic`): a "
+                        "rerun of a seed on the same machine repeats to the bit")
     args = parser.parse_args(argv)
     from keras_posattn.datasets import catalog
+
+    if args.deterministic:  # for the rest of this process
+        trainer.set_op_determinism(True)
 
     fold = args.fold
     spec = catalog.DATASETS.get(args.dataset)
@@ -190,6 +202,8 @@ def main(argv=None, callbacks=None):
                     "phrases": args.phrases, "candidate": name, "base": base, "config": config,
                     "recipe": recipe, "seed": seed, "max_train": args.max_train,
                     "max_length": args.max_length, "max_tokens": args.max_tokens}
+            if args.deterministic:  # (older folders' unit.json have no such key)
+                unit["deterministic"] = True
             folder = run_folder(args.work_dir, unit) if args.work_dir else None
             done = folder / "record.json" if folder else None
             if done and done.exists():

@@ -146,6 +146,9 @@ OPTIONS = {option.dest: option for option in (
     _option("--optimizer", "optimizer", help="adam, adadelta, adamw, sgd, rmsprop"),
     _option("--dtype-policy", "dtype_policy", help="e.g. mixed_bfloat16 or float32 (default: "
             "the recipe's)"),
+    _option("--deterministic", "deterministic", action="store_true",
+            help="TensorFlow's deterministic kernels: a rerun of a seed on the same machine "
+            "repeats to the bit (possibly slower)"),
     _option("--strategy", "strategy", choices=STRATEGIES,
             help="tf.distribute strategy; multi_worker reads the cluster from TF_CONFIG"),
     # what a command writes
@@ -291,7 +294,7 @@ COMMANDS = (
             _train, MODEL,
             DATA + ("epochs", "batch_size", "learning_rate", "optimizer", "recipe", "overrides",
                     "output_dir", "export_dir", "export", "resume", "overwrite", "sample_text",
-                    "dtype_policy", "projector", "strategy", "verbose"),
+                    "dtype_policy", "deterministic", "projector", "strategy", "verbose"),
             description="Train a zoo model, evaluate it on the test split beside a bag-of-words "
             "baseline, write TensorBoard logs and checkpoints, and export a SavedModel.",
             on_interrupt="rerun with --resume"),
@@ -310,7 +313,8 @@ COMMANDS = (
     Command("reproduce", "train a model on a benchmark set over seeds (and folds), beside the "
             "paper and the peers", _reproduce, MODEL,
             ("dataset", "data_dir", "runs", "recipe", "folds", "epochs", "seed", "results_dir",
-             "overrides", "batch_size", "learning_rate", "optimizer", "dtype_policy", "peers",
+             "overrides", "batch_size", "learning_rate", "optimizer", "dtype_policy",
+             "deterministic", "peers",
              "progress") + PREPROCESSING,
             required=("dataset",),
             description="Train --runs seeds (every fold, or the first --folds, of a "

@@ -277,6 +277,7 @@ def _train_unit(model_name, dataset, data_dir, run, fold, seed, label, epochs, o
         "best_val_accuracy": max(history.get("val_accuracy") or [float("nan")]),
         "resumed": interrupted,
         "dtype_policy": result.record.get("dtype_policy"),
+        "deterministic": result.record.get("deterministic"),
         "machine": result.record.get("machine"),
     }
     return unit, result.record

@@ -109,3 +109,17 @@ def test_max_train_trains_on_a_seeded_sample(tmp_path, args, capsys):
     assert run["train_size"] == 40 and run["dev_size"] == 12 and run["epochs_run"] == 3
     record = tmp_path / "work" / "kim_cnn_static-trec-small-1234-train40" / "record.json"
     assert json.loads(record.read_text()) == run
+    assert run["deterministic"] is recipe_dev.trainer.op_determinism() is False
+
+    # --deterministic: TensorFlow's deterministic kernels for the rest of the
+    # process, in the record, and a run of its own (the folder above is not it).
+    try:
+        with pytest.raises(SystemExit, match=r"holds another run \(deterministic differ"):
+            recipe_dev.main(args + ["--deterministic"])
+        assert recipe_dev.trainer.op_determinism() is True
+        work = ["--work-dir", str(tmp_path / "work2")]
+        assert recipe_dev.main(args[:-2] + work + ["--deterministic"]) == 0
+        (run,) = printed(capsys)
+        assert run["deterministic"] is True and run["train_size"] == 40
+    finally:
+        recipe_dev.trainer.set_op_determinism(False)

@@ -158,6 +158,18 @@ def test_other_settings_do_not_mix_with_a_record(tmp_path, capsys):
     capsys.readouterr()
     assert run(tmp_path, "--dataset", "trec", "--runs", "1", "--no-peers", "--seed", "7") == 2
     assert "other settings" in capsys.readouterr().err
+    record = json.loads((tmp_path / "results/kim_cnn_static-trec-paper.json").read_text())
+    assert record["units"]["run0"]["deterministic"] is False
+    # Deterministic kernels make other runs: a record of their own, which says so.
+    assert run(tmp_path, "--dataset", "trec", "--runs", "1", "--no-peers",
+               "--deterministic") == 2
+    assert "other settings" in capsys.readouterr().err
+    assert run(tmp_path / "det", "--dataset", "trec", "--runs", "1", "--no-peers",
+               "--deterministic") == 0
+    record = json.loads((tmp_path / "det/results/kim_cnn_static-trec-paper.json").read_text())
+    assert record["settings"]["train_kwargs"]["deterministic"] is True
+    assert record["units"]["run0"]["deterministic"] is True
+    assert trainer.op_determinism() is False  # the run turned them off again
 
 
 def test_a_new_record_names_the_same_run_under_another_recipe(tmp_path, capsys):

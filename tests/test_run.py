@@ -281,6 +281,41 @@ def test_a_resumed_multi_worker_run_trains_as_the_uninterrupted_run(flipped, tmp
     assert resumed.test_accuracy == straight.test_accuracy
 
 
+class _Determinism(keras.callbacks.Callback):
+    """Whether TensorFlow's deterministic kernels are on while ``fit`` runs."""
+
+    seen = None
+
+    def on_train_begin(self, logs=None):
+        self.seen = trainer.op_determinism()
+
+
+def test_deterministic_kernels_are_on_for_the_run_only(flipped, tmp_path):
+    """``deterministic=True`` turns TensorFlow's deterministic kernels on while
+    the run trains (process-wide, TensorFlow has no other scope) and back off
+    afterwards, also after Ctrl-C; ``result.json`` records which way it ran.
+    (That it makes CPU reruns repeat is measured on real data in
+    BENCHMARKS.md, "Deterministic reruns": this task's tiny tensors repeat
+    either way.)"""
+    before = trainer.op_determinism()
+    trainer.set_op_determinism(False)
+    try:
+        for deterministic in (True, False):
+            probe, run = _Determinism(), tmp_path / f"run-{deterministic}"
+            trainer.Run(_options(flipped, output_dir=run, epochs=1, deterministic=deterministic,
+                                 callbacks=[probe])).execute()
+            assert probe.seen is deterministic and trainer.op_determinism() is False
+            record = json.loads((run / "result.json").read_text(encoding="utf-8"))
+            assert record["deterministic"] is deterministic
+        probe = _Determinism()
+        with pytest.raises(KeyboardInterrupt):
+            trainer.Run(_options(flipped, output_dir=tmp_path / "stopped", epochs=2,
+                                 deterministic=True, callbacks=[probe, _CtrlC(epoch=1)])).execute()
+        assert probe.seen is True and trainer.op_determinism() is False
+    finally:
+        trainer.set_op_determinism(before)
+
+
 def test_the_replayed_shuffles_follow_the_installed_keras():
     """Keras 3.6's ``fit`` makes one iterator of a training set of known length
     an epoch, Keras 3.7 and later two (read in their ``EpochIterator``); the

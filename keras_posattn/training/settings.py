@@ -59,7 +59,7 @@ class RunOptions:
     Model and recipe: ``recipe`` (a name of ``RECIPES``; default:
     ``default_recipe_name``), ``overrides`` (constructor arguments),
     ``epochs``, ``batch_size``, ``learning_rate``, ``optimizer`` (recipe
-    fields), ``dtype_policy``, ``strategy``.
+    fields), ``dtype_policy``, ``deterministic``, ``strategy``.
 
     The run folder: ``output_dir`` (default ``runs/<model_name>``),
     ``resume``, ``overwrite``, ``export`` to ``export_dir``, ``sample_text``,
@@ -90,6 +90,7 @@ class RunOptions:
     learning_rate: float = None
     optimizer: str = None
     dtype_policy: str = None
+    deterministic: bool = False
     strategy: str = None
     output_dir: object = None
     export_dir: object = "saved_models"

@@ -272,11 +272,13 @@ class Run:
 
     def execute(self):
         previous = keras.mixed_precision.global_policy()
+        determinism = op_determinism()
         try:
             return self._execute(time.time())
         finally:
             # Leave the process as we found it (tests and notebooks train again).
             keras.mixed_precision.set_global_policy(previous)
+            set_op_determinism(determinism)
 
     def _execute(self, started):
         o = self.options
@@ -293,6 +295,9 @@ class Run:
     def _train(self, folder, export, strategy, workers, started):
         o, settings = self.options, self.settings
         keras.utils.set_random_seed(o.seed)
+        if o.deterministic:
+            set_op_determinism(True)
+            _log("Deterministic ops: on (a rerun of this seed on this machine repeats it).")
         data = self.data
         model = build_model(settings, data, strategy=strategy)
         if strategy is not None:
@@ -392,6 +397,7 @@ class Run:
             recipe=self.settings.recipe.as_dict(),
             recipe_name=self.settings.recipe_name,
             dtype_policy=model.dtype_policy.name,
+            deterministic=op_determinism(),
             machine=machine(),
             data=splits.description,
             dataset=splits.name,
@@ -406,6 +412,26 @@ class Run:
                       "numpy": np.__version__},
         )
         return record
+
+
+def op_determinism():
+    """Whether TensorFlow runs its deterministic kernels (``deterministic``,
+    or ``TF_DETERMINISTIC_OPS=1`` in the environment)."""
+    # TensorFlow has a public switch on (enable_op_determinism), not a public
+    # reader or switch off; these two are the functions behind it.
+    from tensorflow.python.framework import config
+
+    return bool(config.is_op_determinism_enabled())
+
+
+def set_op_determinism(enabled):
+    """Turn TensorFlow's deterministic kernels on or off (process-wide)."""
+    from tensorflow.python.framework import config
+
+    if enabled:
+        config.enable_op_determinism()
+    else:
+        config.disable_op_determinism()
 
 
 def train(model_name, **options):
@@ -443,6 +469,13 @@ def train(model_name, **options):
         dtype_policy: e.g. ``"mixed_bfloat16"`` or ``"float32"``; default: the
             recipe's (``Recipe.mixed_bfloat16``). Restored afterwards; the
             saved classifier and the export are float32 either way.
+        deterministic: run TensorFlow's deterministic kernels
+            (``tf.config.experimental.enable_op_determinism``), so that a
+            rerun of the same seed on the same machine and versions repeats
+            the run to the bit (without it, float32 CPU runs drift apart in
+            the last digits from the first epoch); possibly slower. Restored
+            afterwards; ``result.json`` records whether it was on (also when
+            ``TF_DETERMINISTIC_OPS=1`` turned it on).
         verbose: Keras fit verbosity (default: progress bar on a terminal,
             one line per epoch otherwise).
         callbacks: extra Keras callbacks for ``fit``.
