@@ -295,8 +295,7 @@ def test_deterministic_kernels_are_on_for_the_run_only(flipped, tmp_path):
     the run trains (process-wide, TensorFlow has no other scope) and back off
     afterwards, also after Ctrl-C; ``result.json`` records which way it ran.
     (That it makes CPU reruns repeat is measured on real data in
-    BENCHMARKS.md, "Deterministic reruns": this task's tiny tensors repeat
-    either way.)"""
+    BENCHMARKS.md, "Deterministic reruns".)"""
     before = trainer.op_determinism()
     trainer.set_op_determinism(False)
     try:
