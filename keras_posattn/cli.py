@@ -109,7 +109,7 @@ OPTIONS = {option.dest: option for option in (
     _option("--phrases", "phrases", action="store_true",
             help="train on every labelled phrase of SST's training trees (sst5, sst2)"),
     _option("--embeddings", "embeddings", help="'glove-6b-50d' (default on files; "
-            "spe_cnn's, shallow_cnn's, dpcnn's, hcan's, epn's, cspan's, han's and "
+            "spe_cnn's, shallow_cnn's, dpcnn's, hcan's, hcan_flat's, epn's, cspan's, han's and "
             "kim_cnn_nonstatic's: domain+glove-6b-50d), "
             "'domain[-skipgram|-cbow][-<dim>d][+glove-6b-50d]' (fastText vectors trained on the "
             "training texts; the 'domain' extra), a GloVe/word2vec text file, or 'none' for "
