@@ -30,9 +30,12 @@ temporary one, or with ``--work-dir DIR`` one under DIR that outlives the
 process. Run the same command again with the same ``--work-dir`` and an
 interrupted run resumes from its last finished epoch, training as the
 uninterrupted run would have; a finished run is not trained again (its record
-is in its folder's ``record.json``). Each run's JSON line is printed once, by
-the invocation that finishes it, so appending every invocation's output to one
-file (``>>``) keeps one line a run.
+is in its folder's ``record.json``). A folder's ``unit.json`` records the
+candidate as given and what it resolves to (the model's arguments, the
+recipe's fields, the vectors among them); a folder is refused when either
+differs, e.g. ``glove=50d`` after the preset's default vectors changed. Each
+run's JSON line is printed once, by the invocation that finishes it, so
+appending every invocation's output to one file (``>>``) keeps one line a run.
 
 ``--deterministic`` runs TensorFlow's deterministic kernels: float32 runs on
 a CPU otherwise drift apart in the last digits from the first epoch, so two
@@ -92,6 +95,23 @@ class _Clock(keras.callbacks.Callback):
               f"({time.perf_counter() - self.start:.0f} s)", file=sys.stderr, flush=True)
 
 
+def candidate_settings(model_name, base, config, recipe_changes):
+    """The preset's settings under ``base`` with the candidate's changes."""
+    settings = trainer.resolve_settings(model_name, demo=False, overrides=config,
+                                        recipe_name=base)
+    settings.recipe = settings.recipe.replace(**recipe_changes)
+    return settings
+
+
+def resolved(settings):
+    """What a candidate resolves to, as JSON: the model's constructor
+    arguments and the recipe's set fields (the record's ``recipe``). A
+    candidate's overrides alone do not fix it: ``glove=50d`` trains other
+    vectors once the preset's default changes."""
+    recipe = {k: v for k, v in settings.recipe.as_dict().items() if v is not None}
+    return json.loads(json.dumps({"config": settings.config, "recipe": recipe}, default=str))
+
+
 def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, fold, phrases,
                   seed, max_train=None, max_length=None, max_tokens=None, output_dir=None,
                   callbacks=None):
@@ -104,9 +124,7 @@ def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, f
                                  fold, phrases, seed, max_train, max_length, max_tokens,
                                  pathlib.Path(tmp), callbacks)
     keras.utils.set_random_seed(seed)
-    settings = trainer.resolve_settings(model_name, demo=False, overrides=config,
-                                        recipe_name=base)
-    settings.recipe = settings.recipe.replace(**recipe_changes)
+    settings = candidate_settings(model_name, base, config, recipe_changes)
     data = trainer.prepare_data(settings, trainer.RunOptions(
         model_name=model_name, dataset=dataset, data_dir=data_dir, fold=fold, phrases=phrases,
         seed=seed, max_length=max_length, max_tokens=max_tokens))
@@ -144,10 +162,43 @@ def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, f
     }
 
 
+def _differences(stored, now, prefix=""):
+    """The dotted keys where two JSON objects differ."""
+    keys = []
+    for k in sorted(set(stored) | set(now)):
+        a, b = stored.get(k), now.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            keys += _differences(a, b, f"{prefix}{k}.")
+        elif a != b:
+            keys.append(f"{prefix}{k}")
+    return keys
+
+
+def _lookup(value, dotted):
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _refuse(folder, stored, unit, keys):
+    raise SystemExit(f"{folder} holds another run ({', '.join(keys)} differ: "
+                     f"{ {k: _lookup(stored, k) for k in keys} } there, "
+                     f"{ {k: _lookup(unit, k) for k in keys} } now); use another "
+                     f"--work-dir or candidate name")
+
+
 def run_folder(work_dir, unit):
     """The folder of one run under ``work_dir``, named by ``unit``'s fields and
     holding them in ``unit.json``; a folder whose ``unit.json`` names another
-    run (a candidate name reused with other settings) is refused."""
+    run (a candidate name reused with other settings, or the same candidate
+    now resolving to other settings because a preset's default changed) is
+    refused.
+
+    Folders written before units recorded what they resolve to (no
+    ``resolved`` key) are checked against what they still hold: a finished
+    run's record names its recipe (vectors included), and must match; an
+    unfinished one cannot be checked, so it resumes with a warning. Either
+    way its ``unit.json`` then records the resolved settings."""
     name = "-".join(str(unit[k]) for k in ("model", "dataset", "fold", "candidate", "seed")
                     if unit[k] is not None)
     if unit["max_train"]:
@@ -155,15 +206,31 @@ def run_folder(work_dir, unit):
     folder = pathlib.Path(work_dir) / name
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "unit.json"
-    if path.exists():
-        stored = json.loads(path.read_text(encoding="utf-8"))
-        if stored != unit:
-            changed = sorted(k for k in set(stored) | set(unit) if stored.get(k) != unit.get(k))
-            raise SystemExit(f"{folder} holds another run ({', '.join(changed)} differ: "
-                             f"{ {k: stored.get(k) for k in changed} }); use another "
-                             f"--work-dir or candidate name")
-    else:
+    if not path.exists():
         _write_json(path, unit)
+        return folder
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    if stored == unit:
+        return folder
+    if "resolved" in stored or "resolved" not in unit:
+        _refuse(folder, stored, unit, _differences(stored, unit))
+    # An older folder: the rest must agree, then what it still holds.
+    keys = _differences(stored, {k: v for k, v in unit.items() if k != "resolved"})
+    if keys:
+        _refuse(folder, stored, unit, keys)
+    record = folder / "record.json"
+    if record.exists():
+        held = {"resolved": {"recipe": json.loads(record.read_text(encoding="utf-8"))["recipe"]}}
+        keys = _differences(held, {"resolved": {"recipe": unit["resolved"]["recipe"]}})
+        if keys:
+            _refuse(folder, held, unit, keys)
+    else:
+        print(f"{folder}: an unfinished run from before units recorded their resolved "
+              f"settings; resuming it as {unit['candidate']!r} resolves now (vectors "
+              f"{unit['resolved']['recipe'].get('embeddings')!r}), which cannot be checked "
+              f"against what it trained so far: delete the folder to train it afresh",
+              file=sys.stderr, flush=True)
+    _write_json(path, unit)
     return folder
 
 
@@ -196,6 +263,7 @@ def main(argv=None, callbacks=None):
     if fold is None and spec is not None and spec.kind == "cv":
         fold = 0
     for name, base, config, recipe in map(parse_candidate, args.candidate):
+        settled = resolved(candidate_settings(args.model, base, config, recipe))
         scores = []
         for seed in args.seeds:
             unit = {"model": args.model, "dataset": args.dataset, "fold": fold,
@@ -204,6 +272,7 @@ def main(argv=None, callbacks=None):
                     "max_length": args.max_length, "max_tokens": args.max_tokens}
             if args.deterministic:  # (older folders' unit.json have no such key)
                 unit["deterministic"] = True
+            unit["resolved"] = settled
             folder = run_folder(args.work_dir, unit) if args.work_dir else None
             done = folder / "record.json" if folder else None
             if done and done.exists():

@@ -97,8 +97,77 @@ def test_a_work_folder_of_another_run_is_refused(tmp_path):
     assert folder.name == "hcan_flat-imdb-glove-1234-train5000"
     assert recipe_dev.run_folder(tmp_path, dict(unit)) == folder
     with pytest.raises(SystemExit, match=r"hcan_flat-imdb-glove-1234-train5000 holds another "
-                                         r"run \(recipe differ"):
+                                         r"run \(recipe.learning_rate differ: \{'recipe."
+                                         r"learning_rate': None\} there, \{'recipe."
+                                         r"learning_rate': 0.01\} now"):
         recipe_dev.run_folder(tmp_path, unit | {"recipe": {"learning_rate": 0.01}})
+
+
+def test_a_candidate_resolving_to_other_settings_is_refused(tmp_path, args, capsys,
+                                                           monkeypatch):
+    """``glove=50d`` means other vectors once a preset's default changes: the
+    folder of the old meaning is not resumed or counted as the new one."""
+    work = ["--work-dir", str(tmp_path / "work"), "--seeds", "1234"]
+    args = args[:args.index("--seeds")] + [CANDIDATE]
+    assert recipe_dev.main(args + work) == 0
+    (run,) = printed(capsys)
+    unit = json.loads((tmp_path / "work" / "kim_cnn_static-trec-small-1234" / "unit.json")
+                      .read_text())
+    assert unit["resolved"]["recipe"] == run["recipe"]
+    assert unit["resolved"]["recipe"]["embeddings"] == "none"
+    assert unit["resolved"]["config"]["embedding_dim"] == 8
+
+    real = recipe_dev.candidate_settings
+
+    def default_changed(*a):  # as if the preset's 50d table now had another rate
+        settings = real(*a)
+        settings.recipe = settings.recipe.replace(learning_rate=0.5)
+        return settings
+
+    monkeypatch.setattr(recipe_dev, "candidate_settings", default_changed)
+    with pytest.raises(SystemExit, match=r"holds another run \(resolved.recipe.learning_rate "
+                                         r"differ"):
+        recipe_dev.main(args + work)
+
+
+def _older_folder(tmp_path, unit, record=None):
+    """A folder as recipe_dev.py wrote it before units recorded ``resolved``."""
+    folder = recipe_dev.run_folder(tmp_path, {k: v for k, v in unit.items() if k != "resolved"})
+    if record is not None:
+        (folder / "record.json").write_text(json.dumps({"dev_accuracy": 0.9, "recipe": record}))
+    return folder
+
+
+def test_older_folders_are_checked_against_what_they_hold(tmp_path, capsys):
+    unit = {"model": "hcan_flat", "dataset": "imdb", "fold": None, "candidate": "glove",
+            "seed": 1234, "max_train": 5000, "config": {}, "recipe": {},
+            "resolved": {"config": {"dropout": 0.5},
+                         "recipe": {"epochs": 30, "embeddings": "glove-6b-50d"}}}
+    # Finished under the same recipe: taken, and its unit.json brought up to date.
+    folder = _older_folder(tmp_path / "a", unit, {"epochs": 30, "embeddings": "glove-6b-50d"})
+    assert recipe_dev.run_folder(tmp_path / "a", unit) == folder
+    assert json.loads((folder / "unit.json").read_text()) == unit
+    assert recipe_dev.run_folder(tmp_path / "a", unit) == folder
+
+    # Finished under other vectors (the candidate's meaning changed since): refused.
+    _older_folder(tmp_path / "b", unit, {"epochs": 30, "embeddings": "domain+glove-6b-50d"})
+    with pytest.raises(SystemExit, match=r"holds another run \(resolved.recipe.embeddings "
+                                         r"differ: \{'resolved.recipe.embeddings': "
+                                         r"'domain\+glove-6b-50d'\} there, \{'resolved.recipe."
+                                         r"embeddings': 'glove-6b-50d'\} now"):
+        recipe_dev.run_folder(tmp_path / "b", unit)
+
+    # Another candidate's overrides: refused before anything else is read.
+    _older_folder(tmp_path / "c", unit | {"recipe": {"learning_rate": 0.01}})
+    with pytest.raises(SystemExit, match=r"\(recipe.learning_rate differ"):
+        recipe_dev.run_folder(tmp_path / "c", unit)
+
+    # Unfinished: nothing says what it trained on, so it resumes with a warning.
+    folder = _older_folder(tmp_path / "d", unit)
+    capsys.readouterr()
+    assert recipe_dev.run_folder(tmp_path / "d", unit) == folder
+    assert "cannot be checked" in capsys.readouterr().err
+    assert json.loads((folder / "unit.json").read_text()) == unit
 
 
 def test_max_train_trains_on_a_seeded_sample(tmp_path, args, capsys):
