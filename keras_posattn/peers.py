@@ -31,8 +31,10 @@ def _require(module, package):
         raise ImportError(f"The peers need {package}: {INSTALL}") from e
 
 
-def tfidf_lr(train_texts, train_labels, test_texts, test_labels, seed=0):
-    """Test accuracy of TF-IDF (1-2-grams, sublinear tf) + logistic regression (C=10)."""
+def fit_tfidf_lr(train_texts, train_labels, seed=0):
+    """TF-IDF (1-2-grams, sublinear tf) + logistic regression (C=10) fitted on
+    the training texts; returns ``predict(texts) -> np.ndarray`` of labels, so
+    one fit can score several sets (``tfidf_lr`` is one fit, one set)."""
     _require("sklearn", "scikit-learn")
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -41,7 +43,16 @@ def tfidf_lr(train_texts, train_labels, test_texts, test_labels, seed=0):
     features = vectorizer.fit_transform(list(train_texts))
     classifier = LogisticRegression(C=10.0, max_iter=2000, random_state=seed)
     classifier.fit(features, np.asarray(train_labels))
-    predicted = classifier.predict(vectorizer.transform(list(test_texts)))
+
+    def predict(texts):
+        return classifier.predict(vectorizer.transform(list(texts)))
+
+    return predict
+
+
+def tfidf_lr(train_texts, train_labels, test_texts, test_labels, seed=0):
+    """Test accuracy of TF-IDF (1-2-grams, sublinear tf) + logistic regression (C=10)."""
+    predicted = fit_tfidf_lr(train_texts, train_labels, seed=seed)(test_texts)
     return float(np.mean(predicted == np.asarray(test_labels)))
 
 

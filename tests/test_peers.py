@@ -42,6 +42,22 @@ def test_peers_stay_near_chance_without_signal():
         assert 0.2 <= accuracy <= 0.46, (name, accuracy)
 
 
+def test_one_tfidf_lr_fit_scores_several_sets_as_separate_fits_would():
+    # The noisy task, so the sets' accuracies differ and are not 1.0: scored
+    # apart by one fit, two halves add up to what a fresh fit scores on both.
+    s = make_splits(False, n=1200, seed=2)
+    predict = peers.fit_tfidf_lr(s.train.texts, s.train.labels, seed=5)
+    first, second = slice(0, 300), slice(300, 600)
+    right = [int(np.sum(predict(s.test.texts[p]) == s.test.labels[p])) for p in (first, second)]
+    both = peers.tfidf_lr(s.train.texts, s.train.labels, s.test.texts[:600],
+                          s.test.labels[:600], seed=5)
+    assert sum(right) / 600 == both < 0.6
+    # It has learned the cue words of the informative task.
+    s = make_splits(True)
+    predict = peers.fit_tfidf_lr(s.train.texts, s.train.labels)
+    assert predict(["w1 red w2", "green w3", "w4 blue"]).tolist() == [0, 1, 2]
+
+
 def test_fasttext_is_deterministic_for_a_seed():
     s = make_splits(True, seed=1)
     args = (s.train.texts, s.train.labels, s.test.texts, s.test.labels)
