@@ -33,20 +33,20 @@ import time
 import numpy as np
 
 from keras_posattn import peers
-from keras_posattn.datasets import catalog
+from keras_posattn.datasets import catalog, readers
 
 
 def read_imdb_train(data_dir):
+    """``(label, id, text)`` of every training review, read with the package's
+    JSON Lines reader (once for the labels, once for the ids)."""
     path = os.path.join(data_dir, "imdb", "train.jsonl")
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for line_number, line in enumerate(f, 1):
-            try:
-                row = json.loads(line)
-                rows.append((int(row["label"]), int(row["id"]), row["text"]))
-            except (ValueError, KeyError) as e:
-                raise SystemExit(f"{path}:{line_number}: not an IMDB review line ({e})")
-    return rows
+    try:
+        labelled = readers.read_labelled(path, label_column="label")
+        numbered = readers.read_labelled(path, label_column="id")
+    except readers.DataFormatError as e:
+        raise SystemExit(f"{e.path}:{e.line}: not an IMDB review line ({e.reason})")
+    return [(int(label), int(id_), text) for label, id_, text
+            in zip(labelled.labels, numbered.labels, labelled.texts)]
 
 
 def neighbours(rows, seed, pairs=5000):

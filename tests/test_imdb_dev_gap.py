@@ -1,4 +1,4 @@
-"""benchmarks/imdb_dev_imdb_dev_gap.py: its held-out sets are what its BENCHMARKS
+"""benchmarks/imdb_dev_gap.py: its held-out sets are what its BENCHMARKS
 section says they are, and a malformed line names the file and line."""
 
 import json
