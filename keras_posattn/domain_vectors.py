@@ -431,12 +431,9 @@ def _describe(info: dict) -> str:
 def default_cache_dir() -> Path:
     """``$KERAS_POSATTN_CACHE/domain_vectors``, else ``~/.cache/keras_posattn/domain_vectors``
     (``$XDG_CACHE_HOME`` instead of ``~/.cache`` where set)."""
-    root = os.environ.get("KERAS_POSATTN_CACHE")
-    if root:
-        return Path(root).expanduser() / "domain_vectors"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "keras_posattn" / "domain_vectors"
+    from keras_posattn.utils import cache_root
+
+    return cache_root() / "domain_vectors"
 
 
 def content_hash(token_lists: Iterable[Sequence[str]]) -> tuple[str, int, int]:

@@ -53,6 +53,134 @@ def native_bfloat16(cpuinfo="/proc/cpuinfo"):
     return None
 
 
+#: How much faster (float32 time / bfloat16 time) the probe step must run in
+#: bfloat16 for a recipe's ``mixed_bfloat16 = "auto"`` to choose it on a CPU.
+BFLOAT16_MIN_SPEEDUP = 1.1
+
+#: Speed-ups measured in this process, by machine key.
+_SPEEDUPS = {}
+
+
+def _probe_seconds(dtype, repeats=5):
+    """Best time of two training-like steps (a 3-wide convolution over
+    32 x 256 x 128 and a 128 x 128 matmul, forward and gradient, float32
+    weights cast to ``dtype`` as Keras' mixed precision casts them)."""
+    import time
+
+    import tensorflow as tf
+
+    generator = tf.random.Generator.from_seed(0)
+    x = generator.normal((32, 256, 128))
+    w1 = tf.Variable(generator.normal((3, 128, 128)) * 0.05)
+    w2 = tf.Variable(generator.normal((128, 128)) * 0.05)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            h = tf.nn.relu(tf.nn.conv1d(tf.cast(x, dtype), tf.cast(w1, dtype), 1, "SAME"))
+            y = tf.matmul(tf.reshape(h, (-1, 128)), tf.cast(w2, dtype))
+            loss = tf.reduce_sum(tf.square(tf.cast(y, tf.float32)))
+        return tape.gradient(loss, [w1, w2])
+
+    step()  # trace
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        step()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measure_bfloat16_speedup(rounds=3):
+    """float32 time / bfloat16 time of the probe step on this machine's CPU
+    (median of ``rounds`` alternating measurements, about a second each).
+
+    Native bfloat16 flags do not say that bfloat16 is faster: on one 2-core
+    AVX512-BF16 machine mixed_bfloat16 trained DPCNN at 1.36x float32's speed,
+    on another (an Intel Xeon with AVX512-BF16, no AMX) at 0.69x
+    (BENCHMARKS.md, "Is bfloat16 faster here? Measured, not read off the
+    flags")."""
+    import statistics
+
+    import tensorflow as tf
+
+    ratios = []
+    for _ in range(rounds):
+        ratios.append(_probe_seconds(tf.float32) / _probe_seconds(tf.bfloat16))
+    return statistics.median(ratios)
+
+
+def cache_root():
+    """``$KERAS_POSATTN_CACHE``, else ``~/.cache/keras_posattn``
+    (``$XDG_CACHE_HOME`` instead of ``~/.cache`` where set)."""
+    import os
+    from pathlib import Path
+
+    root = os.environ.get("KERAS_POSATTN_CACHE")
+    if root:
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "keras_posattn"
+
+
+def _speedup_cache_path():
+    return cache_root() / "bfloat16_speedup.json"
+
+
+def _machine_key(cpuinfo="/proc/cpuinfo"):
+    """The machine (CPU model, cores, GPUs), its CPU flags and TensorFlow's
+    version: what decides the probe's answer."""
+    import hashlib
+    import re
+
+    import tensorflow as tf
+
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            flags = re.search(r"^flags\s*:(.*)$", f.read(), re.MULTILINE)
+        flags = " ".join(sorted(flags.group(1).split())) if flags else ""
+    except OSError:
+        flags = ""
+    digest = hashlib.sha256(flags.encode()).hexdigest()[:12]
+    return f"{machine(cpuinfo)} | flags {digest} | tensorflow {tf.__version__}"
+
+
+def bfloat16_speedup(cpuinfo="/proc/cpuinfo"):
+    """``measure_bfloat16_speedup()`` once per machine: the answer is kept in
+    ``$KERAS_POSATTN_CACHE/bfloat16_speedup.json`` (else
+    ``~/.cache/keras_posattn/``) under the machine's key, so every run and
+    every seed of a row on one machine makes the same choice (delete the file
+    to measure again). An unwritable cache only costs the next run a probe."""
+    import json
+    import os
+
+    key = _machine_key(cpuinfo)
+    if key in _SPEEDUPS:
+        return _SPEEDUPS[key]
+    path = _speedup_cache_path()
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(known, dict):
+            known = {}
+    except (OSError, ValueError):
+        known = {}
+    value = known.get(key)
+    if not isinstance(value, (int, float)) or not value > 0:
+        value = float(measure_bfloat16_speedup())
+        known[key] = value
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # workers race
+            tmp.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            tmp.replace(path)
+        except OSError:
+            pass
+    _SPEEDUPS[key] = float(value)
+    return float(value)
+
+
 def machine(cpuinfo="/proc/cpuinfo"):
     """The machine a run trains on, in a few words: its CPU's model name
     (``/proc/cpuinfo``, Linux; else ``platform.processor()``), its cores, and

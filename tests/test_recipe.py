@@ -13,12 +13,85 @@ def test_mixed_bfloat16_values(monkeypatch):
     assert Recipe.from_dict({}).dtype_policy()[0] is None  # float32 unless asked
     assert Recipe.from_dict({"mixed_bfloat16": True}).dtype_policy()[0] == "mixed_bfloat16"
     monkeypatch.setattr(utils, "native_bfloat16", lambda: "CPU flag avx512_bf16")
+    monkeypatch.setattr(utils, "bfloat16_speedup", lambda: 1.36)
     policy, why = Recipe.from_dict({"mixed_bfloat16": "auto"}).dtype_policy()
-    assert policy == "mixed_bfloat16" and "avx512_bf16" in why
+    assert policy == "mixed_bfloat16" and "avx512_bf16" in why and "1.36x" in why
     monkeypatch.setattr(utils, "native_bfloat16", lambda: None)
     assert Recipe.from_dict({"mixed_bfloat16": "auto"}).dtype_policy()[0] is None
     with pytest.raises(ValueError, match="mixed_bfloat16 must be"):
         Recipe.from_dict({"mixed_bfloat16": "yes"})
+
+
+def test_auto_bfloat16_on_a_cpu_needs_the_measured_speedup(monkeypatch):
+    """Native flags are not enough on a CPU: "auto" trains bfloat16 only where
+    the probe step ran at least BFLOAT16_MIN_SPEEDUP times float32's speed (an
+    AVX512-BF16 Intel Xeon measured 0.69x on DPCNN); a GPU of compute
+    capability >= 8 is not probed; True trains bfloat16 whatever the probe."""
+    auto = Recipe.from_dict({"mixed_bfloat16": "auto"})
+    monkeypatch.setattr(utils, "native_bfloat16", lambda: "CPU flag avx512_bf16")
+    monkeypatch.setattr(utils, "bfloat16_speedup", lambda: 0.69)
+    policy, why = auto.dtype_policy()
+    assert policy is None and "0.69x" in why and "avx512_bf16" in why
+    assert Recipe.from_dict({"mixed_bfloat16": True}).dtype_policy()[0] == "mixed_bfloat16"
+    monkeypatch.setattr(utils, "bfloat16_speedup", lambda: utils.BFLOAT16_MIN_SPEEDUP - 1e-6)
+    assert auto.dtype_policy()[0] is None
+    monkeypatch.setattr(utils, "bfloat16_speedup", lambda: utils.BFLOAT16_MIN_SPEEDUP)
+    assert auto.dtype_policy()[0] == "mixed_bfloat16"
+
+    def not_probed():
+        raise AssertionError("a GPU is not probed")
+
+    monkeypatch.setattr(utils, "bfloat16_speedup", not_probed)
+    monkeypatch.setattr(utils, "native_bfloat16", lambda: "GPU compute capability 8.0")
+    assert auto.dtype_policy() == ("mixed_bfloat16", "native bfloat16 here (GPU compute capability 8.0)")
+
+
+def test_bfloat16_speedup_is_measured_once_per_machine(tmp_path, monkeypatch):
+    """The probe's answer is cached under the machine's key (CPU model,
+    cores, flags, TensorFlow), so a later run - another process - on the same
+    machine makes the same choice without measuring; other flags measure
+    again; a damaged cache file is measured over, not an error."""
+    import json
+
+    import tensorflow as tf
+
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
+    monkeypatch.setenv("KERAS_POSATTN_CACHE", str(tmp_path / "cache"))
+    calls = []
+
+    def fake_measure():
+        calls.append(1)
+        return 0.5 + len(calls)
+
+    monkeypatch.setattr(utils, "measure_bfloat16_speedup", fake_measure)
+    monkeypatch.setattr(utils, "_SPEEDUPS", {})
+    info = tmp_path / "cpuinfo"
+    info.write_text("model name\t: Test CPU\nflags\t\t: fpu avx512f avx512_bf16\n")
+    assert utils.bfloat16_speedup(str(info)) == 1.5
+    assert utils.bfloat16_speedup(str(info)) == 1.5 and len(calls) == 1
+    monkeypatch.setattr(utils, "_SPEEDUPS", {})  # a new process: read from the file
+    assert utils.bfloat16_speedup(str(info)) == 1.5 and len(calls) == 1
+    cache = tmp_path / "cache" / "bfloat16_speedup.json"
+    (key, value), = json.loads(cache.read_text()).items()
+    assert value == 1.5 and key.startswith("Test CPU, ") and tf.__version__ in key
+    # The same flags in another order are the same machine; other flags are not.
+    info.write_text("model name\t: Test CPU\nflags\t\t: avx512_bf16 fpu avx512f\n")
+    monkeypatch.setattr(utils, "_SPEEDUPS", {})
+    assert utils.bfloat16_speedup(str(info)) == 1.5 and len(calls) == 1
+    other = tmp_path / "cpuinfo_other"
+    other.write_text("model name\t: Test CPU\nflags\t\t: fpu avx512f avx512_bf16 amx_bf16\n")
+    assert utils.bfloat16_speedup(str(other)) == 2.5 and len(calls) == 2
+    assert len(json.loads(cache.read_text())) == 2
+    cache.write_text("{not json")
+    monkeypatch.setattr(utils, "_SPEEDUPS", {})
+    assert utils.bfloat16_speedup(str(info)) == 3.5 and len(calls) == 3
+    assert list(json.loads(cache.read_text()).values()) == [3.5]
+
+
+def test_the_bfloat16_probe_measures_a_real_step():
+    """The probe runs its step in both dtypes and returns a finite ratio."""
+    ratio = utils.measure_bfloat16_speedup(rounds=1)
+    assert np.isfinite(ratio) and 0.05 < ratio < 20
 
 
 def test_native_bfloat16_reads_the_cpu_flags(tmp_path, monkeypatch):
@@ -56,6 +129,7 @@ def test_a_presets_50d_recipe_opts_into_bfloat16_only_where_native(monkeypatch):
     from keras_posattn.training.trainer import resolve_settings
 
     monkeypatch.setattr(utils, "native_bfloat16", lambda: "CPU flag avx512_bf16")
+    monkeypatch.setattr(utils, "bfloat16_speedup", lambda: 1.36)
     fifty = resolve_settings("mpsan", demo=False, recipe_name="50d").recipe
     assert fifty.mixed_bfloat16 == "auto"
     assert fifty.dtype_policy()[0] == "mixed_bfloat16"
@@ -130,6 +204,7 @@ def test_kim_non_static_opts_into_bfloat16_and_static_does_not(monkeypatch):
     from keras_posattn.training.trainer import resolve_settings
 
     monkeypatch.setattr(utils, "native_bfloat16", lambda: "CPU flag avx512_bf16")
+    monkeypatch.setattr(utils, "bfloat16_speedup", lambda: 1.36)
     non_static = resolve_settings("kim_cnn_nonstatic", demo=False, recipe_name="paper").recipe
     assert non_static.dtype_policy()[0] == "mixed_bfloat16"
     assert non_static.optimizer == "adadelta" and non_static.epochs == 25  # Kim's, unchanged
@@ -143,6 +218,7 @@ def test_spe_cnn_50d_recipe_opts_into_bfloat16_and_its_paper_recipe_does_not(mon
     from keras_posattn.training.trainer import resolve_settings
 
     monkeypatch.setattr(utils, "native_bfloat16", lambda: "CPU flag avx512_bf16")
+    monkeypatch.setattr(utils, "bfloat16_speedup", lambda: 1.36)
     fifty = resolve_settings("spe_cnn", demo=False, recipe_name="50d").recipe
     assert fifty.dtype_policy()[0] == "mixed_bfloat16" and fifty.learning_rate == 1e-3
     assert resolve_settings("spe_cnn", demo=False,

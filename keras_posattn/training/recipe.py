@@ -65,7 +65,10 @@ class Recipe:
             and logits): True, False, or ``"auto"`` - only where the machine
             computes bfloat16 natively (``keras_posattn.utils.
             native_bfloat16``: a GPU of compute capability >= 8, or a CPU
-            with AMX-BF16 or AVX512-BF16), float32 elsewhere. A speed
+            with AMX-BF16 or AVX512-BF16) and, on a CPU, a probe step ran
+            at least ``utils.BFLOAT16_MIN_SPEEDUP`` times float32's speed
+            there (``utils.bfloat16_speedup``, measured once per machine
+            and cached), float32 elsewhere. A speed
             setting, kept on a preset only where it was measured faster
             without costing accuracy (BENCHMARKS.md); the trainer's
             ``dtype_policy`` overrides it, and the saved classifier and the
@@ -128,9 +131,18 @@ class Recipe:
             from keras_posattn.utils import native_bfloat16
 
             why = native_bfloat16()
-            if why:
+            if not why:
+                return None, "no native bfloat16 here"
+            if why.startswith("GPU"):
                 return "mixed_bfloat16", f"native bfloat16 here ({why})"
-            return None, "no native bfloat16 here"
+            from keras_posattn.utils import BFLOAT16_MIN_SPEEDUP, bfloat16_speedup
+
+            speedup = bfloat16_speedup()
+            if speedup >= BFLOAT16_MIN_SPEEDUP:
+                return "mixed_bfloat16", (f"native bfloat16 here ({why}), measured "
+                                          f"{speedup:.2f}x float32's speed")
+            return None, (f"native bfloat16 here ({why}), but measured {speedup:.2f}x "
+                          f"float32's speed, under {BFLOAT16_MIN_SPEEDUP}x: float32")
         return None, "the recipe trains in float32"
 
     def make_optimizer(self):

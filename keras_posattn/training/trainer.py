@@ -326,6 +326,8 @@ class Run:
         if policy:
             keras.mixed_precision.set_global_policy(policy)
             _log(f"Precision: {policy} ({why}).")
+        elif self.settings.recipe.mixed_bfloat16 == "auto":
+            _log(f"Precision: float32 ({why}).")
 
     def _open_folder(self, workers):
         """``(RunFolder, whether to export)``; several workers train with one
