@@ -124,7 +124,9 @@ class ZooHyperModel(keras_tuner.HyperModel):
 
     def fit(self, hp, model, *args, **kwargs):
         """Fit on the data's own datasets unless others are given; add the
-        attention images and the model graph to the trial's TensorBoard folder."""
+        attention images and the model graph to the trial's TensorBoard folder;
+        with the recipe's ``ema``, score the dev split on the weights' moving
+        average, as a training run does (``Recipe.ema_callback``)."""
         from keras_posattn.training.callbacks import tensorboard_callbacks
 
         if not args and "x" not in kwargs:
@@ -138,6 +140,9 @@ class ZooHyperModel(keras_tuner.HyperModel):
         for callback in list(callbacks):
             if isinstance(callback, keras.callbacks.TensorBoard):
                 callbacks += tensorboard_callbacks(model, self.data, callback.log_dir)
+        ema = self.settings.recipe.ema_callback()
+        if ema is not None:
+            callbacks.append(ema)
         kwargs.setdefault("shuffle", False)
         return model.fit(*args, callbacks=callbacks, **kwargs)
 

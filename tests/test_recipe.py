@@ -337,6 +337,82 @@ def test_early_stopping_patience_boundary():
     assert _run_selection(recipe, [0.5, 0.6, 0.55, 0.7, 0.65, 0.66]) == (3.0, 6)
 
 
+def _ema_fit(recipe_fields, epochs=4):
+    """A 2-class softmax regression trained by the recipe's optimizer and
+    callbacks, every step's raw weights recorded; ``(model, history, raw)``
+    with ``raw[t]`` the weights after step t + 1."""
+    import keras
+
+    recipe = Recipe.from_dict({"optimizer": "sgd", "learning_rate": 0.5, "epochs": epochs,
+                               "batch_size": 8, **recipe_fields})
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(32, 3)).astype("float32")
+    y = (x @ np.array([1.0, -2.0, 0.5]) + rng.normal(scale=1.5, size=32) > 0).astype("int32")
+    x_dev = rng.normal(size=(40, 3)).astype("float32")
+    y_dev = (x_dev @ np.array([1.0, -2.0, 0.5]) > 0).astype("int32")
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="softmax")])
+    model.compile(optimizer=recipe.make_optimizer(), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    raw = []
+    record = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: raw.append([w.copy() for w in model.get_weights()]))
+    history = model.fit(x, y, validation_data=(x_dev, y_dev), batch_size=8, epochs=epochs,
+                        shuffle=False, verbose=0, callbacks=[record, *recipe.callbacks()])
+    return model, history.history, raw, (x_dev, y_dev)
+
+
+def _numpy_ema(raw, momentum):
+    """Keras' moving average: the first step's weights, then
+    ``m * average + (1 - m) * weights`` after every step."""
+    averages, average = [], None
+    for weights in raw:
+        average = ([w.copy() for w in weights] if average is None
+                   else [momentum * a + (1 - momentum) * w for a, w in zip(average, weights)])
+        averages.append(average)
+    return averages
+
+
+def _dev_loss(weights, dev):
+    kernel, bias = weights
+    logits = dev[0].astype("float64") @ kernel + bias
+    logits -= logits.max(axis=1, keepdims=True)
+    log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    return float(-log_p[np.arange(len(dev[1])), dev[1]].mean())
+
+
+@pytest.mark.parametrize("select_best", [False, True])
+def test_ema_scores_dev_on_the_moving_average_and_keeps_it(select_best):
+    """ema = 0.9: every epoch's dev loss is the NumPy moving average's (not
+    the raw weights'), and training keeps that average: the last epoch's, or
+    with select_best the best dev epoch's. Before, select_best restored the
+    raw weights of an epoch scored on raw weights, and the average was lost."""
+    steps = 4  # 32 examples, batch 8
+    model, history, raw, dev = _ema_fit({"ema": 0.9, "select_best": select_best})
+    averages = _numpy_ema(raw, 0.9)
+    ends = [averages[(e + 1) * steps - 1] for e in range(4)]
+    assert history["val_loss"] == pytest.approx([_dev_loss(a, dev) for a in ends], abs=1e-5)
+    raw_losses = [_dev_loss(raw[(e + 1) * steps - 1], dev) for e in range(4)]
+    assert max(abs(a - b) for a, b in zip(history["val_loss"], raw_losses)) > 1e-3
+    kept = int(np.argmax(history["val_accuracy"])) if select_best else 3
+    for got, want in zip(model.get_weights(), ends[kept]):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    assert not np.allclose(model.get_weights()[0], raw[(kept + 1) * steps - 1][0], atol=1e-4)
+
+
+def test_ema_with_selection_trains_on_the_raw_weights():
+    """Swapping the average in over an epoch's end does not leak into
+    training: the raw weights after every step are those of a run whose
+    dev split is never scored on the average (the swap is undone at the
+    next epoch's start)."""
+    _, _, raw_selected, _ = _ema_fit({"ema": 0.9, "select_best": True})
+    _, _, raw_plain, _ = _ema_fit({"ema": 0.9})
+    for a, b in zip(raw_selected, raw_plain):
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x, y, atol=1e-6)
+    assert Recipe.from_dict({"ema": 0.0}).ema_callback() is None  # 0 is none
+
+
 def test_cspan_50d_recipe_runs_its_whole_schedule_and_keeps_the_best_dev_epoch():
     """CSPAN's dev accuracy dips for epochs before it peaks: on MR fold 0
     (seed 1235, BENCHMARKS.md "CSPAN trains its whole schedule") patience 2

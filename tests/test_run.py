@@ -326,6 +326,34 @@ def test_the_replayed_shuffles_follow_the_installed_keras():
     assert iterators_per_epoch() == iterators_per_epoch(keras.version())
 
 
+def test_a_resumed_run_with_a_moving_average_trains_as_the_uninterrupted_run(
+        flipped, tmp_path, monkeypatch):
+    """ema with select_best: the average is swapped into the model over each
+    epoch's end for the selection; the backup is written before that swap
+    (raw weights, and the optimizer with its average), so a run interrupted
+    in epoch 1 resumes both and ends where the straight run ends, with the
+    average of its best dev epoch."""
+    real = trainer.settings_for
+
+    def settings_for(options):
+        settings = real(options)
+        return dataclasses.replace(
+            settings, recipe=settings.recipe.replace(ema=0.9, select_best=True))
+
+    monkeypatch.setattr(trainer, "settings_for", settings_for)
+    options = dict(epochs=3, learning_rate=0.002, overrides=KIM | {"dropout": 0.5})
+    straight = trainer.Run(_options(flipped, output_dir=tmp_path / "straight", **options))
+    assert straight.settings.recipe.ema == 0.9
+    straight = straight.execute()
+    with pytest.raises(KeyboardInterrupt):
+        trainer.Run(_options(flipped, output_dir=tmp_path / "resumed",
+                             callbacks=[_CtrlC(epoch=1)], **options)).execute()
+    resumed = trainer.Run(_options(flipped, output_dir=tmp_path / "resumed", resume=True,
+                                   **options)).execute()
+    assert resumed.history == straight.history
+    assert resumed.test_accuracy == straight.test_accuracy
+
+
 def test_a_resumed_run_selects_and_counts_patience_over_every_epoch(tmp_path):
     """The recipe's selection (``EarlyStopping``) continues across an
     interruption: the best epoch before it stays the best, the patience counts

@@ -29,8 +29,11 @@ class Recipe:
         epochs: passes over the training data.
         embeddings: pretrained word vectors used when training on files
             (``"glove-6b-50d"``, a file path, or None for none).
-        ema: exponential moving average of the weights (e.g. 0.999), swapped
-            in at the end of training; None for none.
+        ema: exponential moving average of the weights (e.g. 0.999), None
+            (or 0) for none. The dev split is scored on the average, and the
+            average is what training keeps: the last epoch's, or with
+            ``select_best`` / ``early_stopping`` the best dev epoch's
+            (``ema_callback``).
         weight_decay: decoupled weight decay, as Keras applies it (AdamW:
             ``w -= lr * weight_decay * w`` beside the update), None for none.
         coupled_weight_decay: PyTorch's ``Adam(weight_decay=...)`` (and TF1's
@@ -195,10 +198,28 @@ class Recipe:
             restore_best_weights=bool(self.select_best or self.early_stopping),
         )
 
+    def ema_callback(self, selection=None):
+        """With ``ema``, Keras' ``SwapEMAWeights``: the dev split is scored on
+        the weights' moving average, not the last step's weights (as the
+        released MPSAN and DiSAN code evaluate). With a ``selection``
+        callback (``selection_callback()``) the average also stays in the
+        model over the end of each epoch, so the selection keeps the average
+        it scored; the raw weights come back at the next epoch's start.
+        Without this, ``select_best`` kept the raw weights of its best epoch
+        and the average was never used. Place it after the checkpoints (they
+        save the raw weights and the optimizer, average included, so a run
+        resumes) and before the selection. None without ``ema``."""
+        if not self.ema:
+            return None
+        return keras.callbacks.SwapEMAWeights(swap_on_epoch=selection is not None)
+
     def callbacks(self):
-        """The recipe's Keras callbacks: its learning-rate steps and its model
-        selection (either may be absent)."""
-        return [c for c in (self.schedule_callback(), self.selection_callback()) if c]
+        """The recipe's Keras callbacks, in the order ``fit`` needs them: its
+        learning-rate steps, the moving average's swap and its model
+        selection (any may be absent)."""
+        selection = self.selection_callback()
+        return [c for c in (self.schedule_callback(), self.ema_callback(selection), selection)
+                if c]
 
     def as_dict(self):
         return dataclasses.asdict(self)
