@@ -65,25 +65,26 @@ def test_mpsan_space_defaults_are_the_paper_model(capsys):
 
 
 def test_a_trial_scores_dev_on_the_moving_average_when_the_recipe_has_one(monkeypatch):
-    """mpsan_released's recipe keeps an EMA of the weights (its released code
-    evaluates it): a trial's dev accuracy, which the tuner ranks, is the
-    average's, through Keras' SwapEMAWeights; a recipe without ``ema`` adds
-    nothing."""
+    """With a weight EMA in the recipe a trial's dev accuracy, which the tuner
+    ranks, is the average's (Keras' SwapEMAWeights, as in a training run); a
+    recipe without ``ema`` adds nothing."""
+    import dataclasses
+
     import keras
 
     from keras_posattn.training import trainer
 
     seen = []
     monkeypatch.setattr(keras.Model, "fit", lambda self, *a, **k: seen.append(k["callbacks"]))
-    for name, ema in (("mpsan_released", True), ("mpsan", False)):
-        settings = trainer.resolve_settings(name, demo=True, overrides={"embedding_dim": 8})
-        assert bool(settings.recipe.ema) is ema
-        data = trainer.prepare_data(settings, trainer.RunOptions(model_name=name, demo_size=60))
-        hypermodel = tuning.hypermodel_for(name, data, settings=settings)
+    plain = trainer.resolve_settings("mpsan", demo=True, overrides={"embedding_dim": 8})
+    data = trainer.prepare_data(plain, trainer.RunOptions(model_name="mpsan", demo_size=60))
+    for ema in (0.99, None):
+        settings = dataclasses.replace(plain, recipe=plain.recipe.replace(ema=ema))
+        hypermodel = tuning.hypermodel_for("mpsan", data, settings=settings)
         hp = keras_tuner.HyperParameters()
         hypermodel.fit(hp, hypermodel.build(hp))
         swaps = [c for c in seen[-1] if isinstance(c, keras.callbacks.SwapEMAWeights)]
-        assert len(swaps) == int(ema)
+        assert len(swaps) == (1 if ema else 0)
         assert all(not c.swap_on_epoch for c in swaps)  # no selection in a trial
 
 

@@ -44,8 +44,9 @@ the embedding before each projection (one mask per direction), the copy of
 inputs of the pooling's two maps and of the head's two layers. L2
 ``wd = 1e-4`` in TF1's convention (``wd * sum(w ** 2) / 2``) on every
 kernel, not biases nor the embedding: Keras ``L2(wd / 2)``. Training:
-Adadelta 0.5, batch 64, an exponential moving average 0.999 of the weights
-(``zoo/disan.toml``).
+Adadelta 0.5, batch 64 (``zoo/disan.toml``). The code also keeps an
+exponential moving average 0.999 of the weights but scores dev and test on
+the raw weights, so the recipe keeps none.
 
 Deviations from the released code:
 

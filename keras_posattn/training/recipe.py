@@ -200,8 +200,8 @@ class Recipe:
 
     def ema_callback(self, selection=None):
         """With ``ema``, Keras' ``SwapEMAWeights``: the dev split is scored on
-        the weights' moving average, not the last step's weights (as the
-        released MPSAN and DiSAN code evaluate). With a ``selection``
+        the weights' moving average, not the last step's weights. With a
+        ``selection``
         callback (``selection_callback()``) the average also stays in the
         model over the end of each epoch, so the selection keeps the average
         it scored; the raw weights come back at the next epoch's start.
