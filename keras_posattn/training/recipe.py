@@ -201,10 +201,10 @@ class Recipe:
     def ema_callback(self, selection=None):
         """With ``ema``, Keras' ``SwapEMAWeights``: the dev split is scored on
         the weights' moving average, not the last step's weights. With a
-        ``selection``
-        callback (``selection_callback()``) the average also stays in the
-        model over the end of each epoch, so the selection keeps the average
-        it scored; the raw weights come back at the next epoch's start.
+        ``selection`` callback (``selection_callback()``) the average also
+        stays in the model over the end of each epoch, so the selection keeps
+        the average it scored; the raw weights come back at the next epoch's
+        start.
         Without this, ``select_best`` kept the raw weights of its best epoch
         and the average was never used. Place it after the checkpoints (they
         save the raw weights and the optimizer, average included, so a run
