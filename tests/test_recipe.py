@@ -213,7 +213,6 @@ def test_hcan_50d_recipes_drop_out_03_and_the_paper_keeps_01():
         assert tweaked.config["dropout"] == 0.2, name
 
 
-
 def test_epn_50d_recipe_drops_out_05_as_the_paper():
     """EPN's 50d recipe drops out 0.5 after the embedding, the paper's value,
     since the four dev sets chose it (BENCHMARKS.md "EPN's embedding dropout
@@ -232,6 +231,7 @@ def test_epn_50d_recipe_drops_out_05_as_the_paper():
         tweaked = resolve_settings(name, demo=False, recipe_name="50d", overrides={"dropout": 0.0})
         assert tweaked.config["dropout"] == 0.0, name
     assert resolve_settings("epn", demo=True).config["dropout"] == 0.1
+
 
 def test_kim_non_static_opts_into_bfloat16_and_static_does_not(monkeypatch):
     """Kim's CNN has one recipe; CNN-non-static kept its TREC accuracy in
