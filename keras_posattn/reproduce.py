@@ -21,7 +21,10 @@ them on the next call). The JSON is rewritten after every unit, so an
 interrupted reproduction resumes where it stopped: finished units are
 skipped, and a unit cut short mid-training resumes from its last epoch
 checkpoint (the trainer's ``resume``). More runs or folds than a record holds
-extend it; other settings (seed, epochs, trainer arguments) are refused. A
+extend it; other settings (seed, epochs, trainer arguments) are refused, and
+so is a preset whose resolved constructor arguments or recipe changed since
+the record began (a zoo recipe edited between calls): the record pins them
+(``resolved``), so its units never mix two recipes under one name. A
 new record says so on stderr when the folder holds the same model and set
 under another recipe's name (a default whose recipe name changed).
 Runs train in ``<results_dir>/runs/<model>-<dataset>-<recipe>/``.
@@ -198,7 +201,8 @@ class _Record:
     """``<results_dir>/<model>-<dataset>-<recipe>.json`` and its TABLE.md row,
     rewritten whole after every unit."""
 
-    def __init__(self, results_dir, model_name, dataset, label, settings, command):
+    def __init__(self, results_dir, model_name, dataset, label, settings, command,
+                 resolved=None):
         self.results_dir = Path(results_dir)
         self.results_dir.mkdir(parents=True, exist_ok=True)
         stem = f"{model_name}-{dataset.replace(':', '_')}-{label}"
@@ -213,11 +217,14 @@ class _Record:
                 raise ReproduceError(
                     f"{self.path} holds a reproduction with other settings ({old}); "
                     "move it away or use another --results-dir.")
+            _check_resolved(self.path, record, resolved)
             record["settings"] = settings
         if record is None:
             record = {"model": model_name, "dataset": dataset, "recipe": label,
                       "settings": settings, "paper": _paper_number(model_name, dataset),
                       "units": {}, "peers": {}}
+        if resolved is not None:
+            record["resolved"] = resolved
         record["command"] = command or " ".join(sys.argv)
         record["versions"] = _versions()
         self.record = record
@@ -247,6 +254,57 @@ class _Record:
         tmp.write_text(json.dumps(self.record, indent=2, default=str))
         tmp.replace(self.path)  # never a half-written record
         _write_table(self.results_dir, self.record)
+
+
+def _resolved(model_name, dataset, label, epochs, train_kwargs):
+    """The constructor arguments and recipe this reproduction's runs get
+    (``settings_for``, before the data fixes vocabulary and lengths): what
+    a record pins, as JSON holds it."""
+    from keras_posattn.training.settings import RUN_OPTIONS
+    from keras_posattn.training.settings import RunOptions
+    from keras_posattn.training.settings import settings_for
+
+    options = RunOptions(model_name=model_name, dataset=dataset, recipe=label, epochs=epochs,
+                         **{k: v for k, v in train_kwargs.items() if k in RUN_OPTIONS})
+    settings = settings_for(options)
+    return json.loads(json.dumps({"config": settings.config,
+                                  "recipe": settings.recipe.as_dict()}, default=str))
+
+
+def _differences(old, new):
+    """``["config.dropout: 0.1 -> 0.3", ...]`` between two ``resolved`` dicts."""
+    lines = []
+    for part in ("config", "recipe"):
+        before, after = old.get(part) or {}, new.get(part) or {}
+        for key in sorted(set(before) | set(after)):
+            if before.get(key, "(unset)") != after.get(key, "(unset)"):
+                lines.append(f"{part}.{key}: {json.dumps(before.get(key, '(unset)'))} -> "
+                             f"{json.dumps(after.get(key, '(unset)'))}")
+    return lines
+
+
+def _check_resolved(path, record, resolved):
+    """Refuse to extend a record whose pinned config or recipe is not the
+    preset's present one; pin it on a record from before records did (its
+    units then cannot be checked, and the record lists them)."""
+    if resolved is None:
+        return
+    old = record.get("resolved")
+    if old is None:
+        if record.get("units"):
+            record["resolved_unchecked_units"] = sorted(record["units"])
+            print(f"[reproduce] {path} was begun before records pinned the preset's config "
+                  f"and recipe: its {len(record['units'])} finished units cannot be checked "
+                  "against the present ones (listed as resolved_unchecked_units); new units "
+                  "are pinned to them.", file=sys.stderr, flush=True)
+        record["resolved"] = resolved
+        return
+    changed = _differences(old, resolved)
+    if changed:
+        raise ReproduceError(
+            f"{path} was recorded under another config or recipe than the preset's present "
+            f"one ({'; '.join(changed)}): its units would mix two recipes. Move it away or "
+            "use another --results-dir.")
 
 
 def _where(run, fold):
@@ -355,7 +413,8 @@ def reproduce(model_name, dataset, runs=3, recipe=None, folds=None, data_dir=Non
     settings = json.loads(json.dumps(
         {"runs": runs, "folds": fold_list, "epochs": epochs, "seed": int(seed),
          "train_kwargs": {k: v for k, v in sorted(train_kwargs.items())}}, default=str))
-    book = _Record(results_dir, model_name, dataset, label, settings, command)
+    resolved = _resolved(model_name, dataset, label, epochs, train_kwargs)
+    book = _Record(results_dir, model_name, dataset, label, settings, command, resolved)
     record = book.record
     if not record["units"]:
         for path, other, count in book.other_recipes():

@@ -172,6 +172,46 @@ def test_other_settings_do_not_mix_with_a_record(tmp_path, capsys):
     assert trainer.op_determinism() is False  # the run turned them off again
 
 
+def test_a_record_pins_the_presets_resolved_config_and_recipe(tmp_path, capsys, monkeypatch):
+    from keras_posattn import registry
+
+    assert run(tmp_path, "--dataset", "trec", "--runs", "1", "--no-peers") == 0
+    path = tmp_path / "results/kim_cnn_static-trec-paper.json"
+    record = json.loads(path.read_text())
+    preset = registry.get_preset("kim_cnn_static")
+    resolved = record["resolved"]
+    # The preset's config with --set applied, and its recipe with --epochs.
+    assert resolved["config"] == {**preset["config"], "embedding_dim": 8}
+    from keras_posattn.training.recipe import Recipe
+    recipe = Recipe.from_dict(preset["recipe"]).replace(epochs=1).as_dict()
+    assert resolved["recipe"] == json.loads(json.dumps(recipe)) and recipe["epochs"] == 1
+    assert "resolved_unchecked_units" not in record
+    capsys.readouterr()
+
+    # The zoo's recipe edited between two calls: the record refuses to grow,
+    # naming what changed, and trains nothing.
+    edited = {name: dict(table) for name, table in registry._raw_presets().items()}
+    old_dropout = preset["config"]["dropout"]
+    edited["kim_cnn_static"]["config"] = {**preset["config"], "dropout": old_dropout + 0.25}
+    monkeypatch.setattr(registry, "_raw_presets", lambda: edited)
+    assert run(tmp_path, "--dataset", "trec", "--runs", "2", "--no-peers") == 2
+    err = capsys.readouterr().err
+    assert "another config or recipe" in err
+    assert f"config.dropout: {old_dropout} -> {old_dropout + 0.25}" in err
+    assert json.loads(path.read_text())["units"].keys() == {"run0"}
+    monkeypatch.undo()
+
+    # A record from before records pinned them: grows, pinned from now on,
+    # and lists the units it could not check.
+    del record["resolved"]
+    path.write_text(json.dumps(record))
+    assert run(tmp_path, "--dataset", "trec", "--runs", "2", "--no-peers") == 0
+    assert "cannot be checked" in capsys.readouterr().err
+    record = json.loads(path.read_text())
+    assert record["resolved"] == resolved and record["resolved_unchecked_units"] == ["run0"]
+    assert sorted(record["units"]) == ["run0", "run1"]
+
+
 def test_a_new_record_names_the_same_run_under_another_recipe(tmp_path, capsys):
     # kim_cnn_nonstatic's 50d recipe is its paper recipe with other vectors:
     # a default whose recipe name changed once, so its old records are "paper".
