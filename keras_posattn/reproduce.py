@@ -201,8 +201,7 @@ class _Record:
     """``<results_dir>/<model>-<dataset>-<recipe>.json`` and its TABLE.md row,
     rewritten whole after every unit."""
 
-    def __init__(self, results_dir, model_name, dataset, label, settings, command,
-                 resolved=None):
+    def __init__(self, results_dir, model_name, dataset, label, settings, command, resolved):
         self.results_dir = Path(results_dir)
         self.results_dir.mkdir(parents=True, exist_ok=True)
         stem = f"{model_name}-{dataset.replace(':', '_')}-{label}"
@@ -223,8 +222,7 @@ class _Record:
             record = {"model": model_name, "dataset": dataset, "recipe": label,
                       "settings": settings, "paper": _paper_number(model_name, dataset),
                       "units": {}, "peers": {}}
-        if resolved is not None:
-            record["resolved"] = resolved
+        record["resolved"] = resolved
         record["command"] = command or " ".join(sys.argv)
         record["versions"] = _versions()
         self.record = record
@@ -285,10 +283,8 @@ def _differences(old, new):
 
 def _check_resolved(path, record, resolved):
     """Refuse to extend a record whose pinned config or recipe is not the
-    preset's present one; pin it on a record from before records did (its
-    units then cannot be checked, and the record lists them)."""
-    if resolved is None:
-        return
+    preset's present one; on a record from before records pinned them, list
+    the units that cannot be checked (the caller pins it)."""
     old = record.get("resolved")
     if old is None:
         if record.get("units"):
@@ -297,7 +293,6 @@ def _check_resolved(path, record, resolved):
                   f"and recipe: its {len(record['units'])} finished units cannot be checked "
                   "against the present ones (listed as resolved_unchecked_units); new units "
                   "are pinned to them.", file=sys.stderr, flush=True)
-        record["resolved"] = resolved
         return
     changed = _differences(old, resolved)
     if changed:
