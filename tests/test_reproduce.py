@@ -180,11 +180,13 @@ def test_a_record_pins_the_presets_resolved_config_and_recipe(tmp_path, capsys, 
     record = json.loads(path.read_text())
     preset = registry.get_preset("kim_cnn_static")
     resolved = record["resolved"]
-    # The preset's config with --set applied, and its recipe with --epochs.
+    # The preset's config with --set applied, and its recipe with --epochs and
+    # the vectors --embeddings gave the runs, not the recipe's.
     assert resolved["config"] == {**preset["config"], "embedding_dim": 8}
     from keras_posattn.training.recipe import Recipe
     recipe = Recipe.from_dict(preset["recipe"]).replace(epochs=1).as_dict()
-    assert resolved["recipe"] == json.loads(json.dumps(recipe)) and recipe["epochs"] == 1
+    assert recipe["embeddings"] not in (None, "none") and recipe["epochs"] == 1
+    assert resolved["recipe"] == json.loads(json.dumps({**recipe, "embeddings": "none"}))
     assert "resolved_unchecked_units" not in record
     capsys.readouterr()
 
