@@ -258,18 +258,16 @@ def _resolved(model_name, dataset, label, epochs, train_kwargs):
     """The constructor arguments and recipe this reproduction's runs get
     (``settings_for``, before the data fixes vocabulary and lengths): what
     a record pins, as JSON holds it. The recipe's ``embeddings`` are the
-    vectors the runs load: ``--embeddings`` where given, as the trainer
-    picks them, else the recipe's."""
+    vectors the runs load (``run_vectors``), not the recipe's default."""
     from keras_posattn.training.settings import RUN_OPTIONS
     from keras_posattn.training.settings import RunOptions
+    from keras_posattn.training.settings import run_vectors
     from keras_posattn.training.settings import settings_for
 
     options = RunOptions(model_name=model_name, dataset=dataset, recipe=label, epochs=epochs,
                          **{k: v for k, v in train_kwargs.items() if k in RUN_OPTIONS})
     settings = settings_for(options)
-    recipe = settings.recipe.as_dict()
-    if options.embeddings is not None:
-        recipe["embeddings"] = options.embeddings
+    recipe = {**settings.recipe.as_dict(), "embeddings": run_vectors(options, settings)}
     return json.loads(json.dumps({"config": settings.config, "recipe": recipe}, default=str))
 
 

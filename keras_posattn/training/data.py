@@ -13,6 +13,7 @@ import dataclasses
 import keras
 
 from keras_posattn.training.settings import TrainingError
+from keras_posattn.training.settings import run_vectors
 
 
 def _log(message):
@@ -142,10 +143,8 @@ def _load_vectors(settings, options, preprocessor, splits):
     from keras_posattn import domain_vectors
     from keras_posattn import word_vectors
 
-    embeddings = options.embeddings
-    defaulted = embeddings is None and not settings.demo
-    if defaulted:
-        embeddings = settings.recipe.embeddings
+    embeddings = run_vectors(options, settings)
+    defaulted = options.embeddings is None and not settings.demo
     try:
         spec = domain_vectors.parse_spec(embeddings)
     except ValueError as e:

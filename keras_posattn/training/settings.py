@@ -293,6 +293,14 @@ def resolve_settings(model_name, demo, overrides=None, recipe_name="paper", **re
                     demo=demo, recipe_name=recipe_name if not demo else "demo")
 
 
+def run_vectors(options, settings):
+    """The vectors a run loads: ``options.embeddings`` where given, else the
+    recipe's when training on files, none on the embedded task."""
+    if options.embeddings is not None or settings.demo:
+        return options.embeddings
+    return settings.recipe.embeddings
+
+
 def settings_for(options):
     """``resolve_settings`` for ``RunOptions``: their recipe (or the default
     one), overrides and recipe fields."""
