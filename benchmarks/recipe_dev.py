@@ -117,7 +117,9 @@ def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, f
                   callbacks=None):
     """Train one candidate once and return its record. ``output_dir`` is the
     run's folder (a temporary one when None); if it holds an interrupted run
-    of the same candidate, the run resumes there."""
+    of the same candidate, the run resumes there. ``callbacks``: Keras
+    callbacks added to the recipe's, or a function of the run's prepared data
+    returning them (a callback that reads the dev split)."""
     if output_dir is None:
         with tempfile.TemporaryDirectory(prefix="recipe_dev-") as tmp:
             return run_candidate(model_name, base, config, recipe_changes, dataset, data_dir,
@@ -139,8 +141,9 @@ def run_candidate(model_name, base, config, recipe_changes, dataset, data_dir, f
         print(f"{model_name} {dataset} seed {seed}: resuming after epoch {resumed} "
               f"({output_dir})", file=sys.stderr, flush=True)
     clock = _Clock(f"{model_name} {dataset} seed {seed}")
+    extra = callbacks(data) if callable(callbacks) else (callbacks or [])
     history = trainer.fit(model, data, recipe, output_dir, seed=seed,
-                          callbacks=[clock, *(callbacks or [])], verbose=0,
+                          callbacks=[clock, *extra], verbose=0,
                           resume=bool(resumed)).history
     val = [float(v) for v in history["val_accuracy"]]
     selects = bool(recipe.select_best or recipe.early_stopping)
