@@ -70,7 +70,9 @@ def epoch_scores(logits, labels, num_classes):
 
 
 class DevReadings(keras.callbacks.Callback):
-    """After each epoch, the dev split's ``epoch_scores`` (printed as JSON)."""
+    """After each epoch, the dev split's ``epoch_scores`` (printed as JSON),
+    of the weights the epoch was scored on (after the recipe's callbacks: a
+    recipe's weight average is still swapped in)."""
 
     def __init__(self, data, label):
         super().__init__()
@@ -81,9 +83,11 @@ class DevReadings(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         logits = self.model.predict(self.batches, verbose=0)
+        if len(logits) != len(self.labels):
+            raise RuntimeError(f"{len(logits)} dev predictions for {len(self.labels)} texts")
         line = {"benchmark": "dev_calibration", **self.label, "epoch": epoch + 1,
                 "val_accuracy": round(float((logs or {}).get("val_accuracy", float("nan"))), 4),
-                **epoch_scores(logits, self.labels[:len(logits)], self.num_classes)}
+                **epoch_scores(logits, self.labels, self.num_classes)}
         print(json.dumps(line), flush=True)
 
 
