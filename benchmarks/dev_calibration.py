@@ -30,26 +30,19 @@ import keras  # noqa: E402  (after recipe_dev, which quiets TensorFlow)
 
 def ranking_scores(margins, labels):
     """``(auc, prior_matched)`` of binary ``labels`` (0/1) ranked by
-    ``margins`` (higher: more positive). ``auc`` counts tied pairs as half;
-    ``prior_matched`` calls the ``labels.sum()`` highest margins positive."""
+    ``margins`` (higher: more positive). ``auc`` is scikit-learn's (tied
+    pairs count half); ``prior_matched`` calls the ``labels.sum()`` highest
+    margins positive."""
+    from sklearn.metrics import roc_auc_score
+
     margins = np.asarray(margins, dtype=np.float64)
     labels = np.asarray(labels).astype(bool)
-    positives, negatives = int(labels.sum()), int((~labels).sum())
-    if positives == 0 or negatives == 0:
+    positives = int(labels.sum())
+    if positives in (0, len(labels)):
         return None, None
-    order = np.argsort(margins, kind="stable")
-    ranks = np.empty(len(margins))
-    sorted_margins = margins[order]
-    # average ranks over ties (1-based), as the Mann-Whitney statistic needs
-    starts = np.r_[0, np.flatnonzero(np.diff(sorted_margins)) + 1]
-    ends = np.r_[starts[1:], len(margins)]
-    for a, b in zip(starts, ends):
-        ranks[order[a:b]] = (a + b + 1) / 2.0
-    auc = (ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives)
     called = np.zeros(len(margins), dtype=bool)
-    called[order[len(margins) - positives:]] = True
-    prior_matched = float(np.mean(called == labels))
-    return float(auc), prior_matched
+    called[np.argsort(margins, kind="stable")[len(margins) - positives:]] = True
+    return float(roc_auc_score(labels, margins)), float(np.mean(called == labels))
 
 
 def epoch_scores(logits, labels, num_classes):
