@@ -232,6 +232,32 @@ def test_cspan_50d_recipe_drops_out_03_and_the_paper_keeps_01():
     assert resolve_settings("cspan", demo=True).config["dropout"] == 0.1
 
 
+def test_cspan_50d_recipe_averages_its_weights_and_the_paper_does_not():
+    """CSPAN's 50d recipe keeps a moving average of its weights (momentum 0.99)
+    since the four dev sets chose it (BENCHMARKS.md "CSPAN's dev dips are
+    shifts of its decision"): the variants inherit it, the optimizer keeps the
+    average, dev is scored on it and the selection keeps it; the paper recipe
+    and the demo train without one, and ``ema=0`` turns it off."""
+    import keras
+
+    from keras_posattn.training.trainer import resolve_settings
+
+    for name in ("cspan", "cspan_big", "cspan_table3_bilstm", "cspan_table5_d_parallel"):
+        recipe = resolve_settings(name, demo=False, recipe_name="50d").recipe
+        assert recipe.ema == 0.99, name
+        optimizer = recipe.make_optimizer()
+        assert optimizer.use_ema and optimizer.ema_momentum == 0.99, name
+        kinds = [type(c) for c in recipe.callbacks()]
+        assert keras.callbacks.SwapEMAWeights in kinds, name
+        assert kinds.index(keras.callbacks.SwapEMAWeights) < kinds.index(
+            type(recipe.selection_callback())), name  # the selection keeps the average
+        assert not resolve_settings(name, demo=False, recipe_name="paper").recipe.ema, name
+    assert not resolve_settings("cspan", demo=True).recipe.ema
+    assert not resolve_settings("epn", demo=False, recipe_name="50d").recipe.ema
+    off = resolve_settings("cspan", demo=False, recipe_name="50d", ema=0.0)
+    assert not off.recipe.make_optimizer().use_ema and off.recipe.ema_callback() is None
+
+
 def test_epn_50d_recipe_drops_out_05_as_the_paper():
     """EPN's 50d recipe drops out 0.5 after the embedding, the paper's value,
     since the four dev sets chose it (BENCHMARKS.md "EPN's embedding dropout
