@@ -1,5 +1,5 @@
-"""benchmarks/transfer_table.py: the per-set table and its --patience reading,
-checked against the recipe's own Keras EarlyStopping."""
+"""benchmarks/transfer_table.py: the per-set table, its --patience reading
+checked against the recipe's own Keras EarlyStopping, and its --epochs window."""
 
 import importlib.util
 import json
@@ -98,3 +98,31 @@ def test_patience_refuses_a_curve_cut_by_a_smaller_patience(tt):
     assert tt.with_patience(run, 2)["dev_accuracy"] == 0.9
     with pytest.raises(SystemExit, match="stopped on patience 2"):
         tt.with_patience(run, 3)
+
+
+def test_epochs_window_scores_the_mean_over_the_window_not_the_best(tt, tmp_path, capsys,
+                                                                    monkeypatch):
+    swinging = record("a", "imdb", 1, [0.5, 0.9, 0.6, 0.9, 0.6])
+    smooth = record("b", "imdb", 1, [0.5, 0.8, 0.8, 0.8, 0.7])
+    assert tt.over_window(swinging, 2, 4)["dev_accuracy"] == pytest.approx(0.8)
+    assert tt.over_window(smooth, 2, 4)["dev_accuracy"] == pytest.approx(0.8)
+    assert tt.over_window(smooth, 1, 5)["dev_accuracy"] == pytest.approx(0.72)
+    assert tt.over_window(smooth, 5, 5)["dev_accuracy"] == pytest.approx(0.7)
+    with pytest.raises(SystemExit, match="has 5 epochs, not the 6"):
+        tt.over_window(smooth, 2, 6)
+    for bad in ("0-3", "4-2", "3", "a-b"):
+        with pytest.raises(ValueError, match="--epochs"):
+            tt.parse_window(bad)
+    assert tt.parse_window("10-20") == (10, 20)
+
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (swinging, smooth)) + "\n")
+    monkeypatch.setattr("sys.argv", ["transfer_table.py", str(path), "--epochs", "3-5"])
+    tt.main()
+    out = capsys.readouterr().out
+    assert "| b | 76.67 (1) | 76.67 | 76.67 |" in out  # best epoch: 0.9 against 0.8
+    assert "| a | 70.00 (1) | 70.00 | 70.00 |" in out
+    assert out.index("| b |") < out.index("| a |")
+    monkeypatch.setattr("sys.argv", ["transfer_table.py", str(path), "--epochs", "1-9"])
+    with pytest.raises(SystemExit, match="has 5 epochs"):
+        tt.main()
