@@ -16,7 +16,7 @@ read off the run's per-epoch curve. Exact, because every epoch before the stop
 trains the same; a run that itself stopped on a smaller patience cannot be
 read this way and is refused. The table then adds the mean epochs trained.
 
-``--epochs A-B`` scores each run by its mean dev accuracy over epochs A to B
+``--epoch-window A-B`` scores each run by its mean dev accuracy over epochs A to B
 (counted from 1, both included) instead of its best epoch: a reading that
 selects no epoch, so a candidate whose dev curve swings gains nothing from
 keeping its luckiest epoch. A run with fewer than B epochs is refused.
@@ -77,9 +77,9 @@ def parse_window(text):
     try:
         first, last = (int(x) for x in text.split("-"))
     except ValueError:
-        raise ValueError(f"--epochs wants A-B (e.g. 10-20), got {text!r}") from None
+        raise ValueError(f"--epoch-window wants A-B (e.g. 10-20), got {text!r}") from None
     if not 1 <= first <= last:
-        raise ValueError(f"--epochs wants 1 <= A <= B, got {text!r}")
+        raise ValueError(f"--epoch-window wants 1 <= A <= B, got {text!r}")
     return first, last
 
 
@@ -89,7 +89,7 @@ def over_window(run, first, last):
     curve = run["val_accuracy"]
     if len(curve) < last:
         raise SystemExit(f"{run['model']} {run['dataset']} {run['candidate']} seed {run['seed']}: "
-                         f"the run has {len(curve)} epochs, not the {last} --epochs "
+                         f"the run has {len(curve)} epochs, not the {last} --epoch-window "
                          f"{first}-{last} reads")
     return {**run, "dev_accuracy": statistics.fmean(curve[first - 1:last])}
 
@@ -140,15 +140,15 @@ def main():
     parser.add_argument("--model", help="only this model")
     parser.add_argument("--patience", type=int, help="score each run as early stopping at this "
                         "patience would have (from its per-epoch curve)")
-    parser.add_argument("--epochs", metavar="A-B", help="score each run by its mean dev "
+    parser.add_argument("--epoch-window", metavar="A-B", help="score each run by its mean dev "
                         "accuracy over epochs A to B (from 1) instead of its best epoch")
     args = parser.parse_args()
     if args.patience is not None and args.patience < 1:
         parser.error("--patience must be at least 1")
-    if args.patience and args.epochs:
-        parser.error("--patience and --epochs are two readings: give one")
+    if args.patience and args.epoch_window:
+        parser.error("--patience and --epoch-window are two readings: give one")
     try:
-        window = parse_window(args.epochs) if args.epochs else None
+        window = parse_window(args.epoch_window) if args.epoch_window else None
     except ValueError as e:
         parser.error(str(e))
     runs = read_runs(args.files)

@@ -1,5 +1,5 @@
 """benchmarks/transfer_table.py: the per-set table, its --patience reading
-checked against the recipe's own Keras EarlyStopping, and its --epochs window."""
+checked against the recipe's own Keras EarlyStopping, and its --epoch-window reading."""
 
 import importlib.util
 import json
@@ -111,18 +111,18 @@ def test_epochs_window_scores_the_mean_over_the_window_not_the_best(tt, tmp_path
     with pytest.raises(SystemExit, match="has 5 epochs, not the 6"):
         tt.over_window(smooth, 2, 6)
     for bad in ("0-3", "4-2", "3", "a-b"):
-        with pytest.raises(ValueError, match="--epochs"):
+        with pytest.raises(ValueError, match="--epoch-window"):
             tt.parse_window(bad)
     assert tt.parse_window("10-20") == (10, 20)
 
     path = tmp_path / "runs.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in (swinging, smooth)) + "\n")
-    monkeypatch.setattr("sys.argv", ["transfer_table.py", str(path), "--epochs", "3-5"])
+    monkeypatch.setattr("sys.argv", ["transfer_table.py", str(path), "--epoch-window", "3-5"])
     tt.main()
     out = capsys.readouterr().out
     assert "| b | 76.67 (1) | 76.67 | 76.67 |" in out  # best epoch: 0.9 against 0.8
     assert "| a | 70.00 (1) | 70.00 | 70.00 |" in out
     assert out.index("| b |") < out.index("| a |")
-    monkeypatch.setattr("sys.argv", ["transfer_table.py", str(path), "--epochs", "1-9"])
+    monkeypatch.setattr("sys.argv", ["transfer_table.py", str(path), "--epoch-window", "1-9"])
     with pytest.raises(SystemExit, match="has 5 epochs"):
         tt.main()
