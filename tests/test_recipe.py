@@ -232,30 +232,59 @@ def test_cspan_50d_recipe_drops_out_03_and_the_paper_keeps_01():
     assert resolve_settings("cspan", demo=True).config["dropout"] == 0.1
 
 
-def test_cspan_50d_recipe_averages_its_weights_and_the_paper_does_not():
-    """CSPAN's 50d recipe keeps a moving average of its weights (momentum 0.99)
-    since the four dev sets chose it (BENCHMARKS.md "CSPAN's dev dips are
-    shifts of its decision"): the variants inherit it, the optimizer keeps the
-    average, dev is scored on it and the selection keeps it; the paper recipe
-    and the demo train without one, and ``ema=0`` turns it off."""
+def _assert_50d_recipe_averages_its_weights(name):
+    """``name``'s 50d recipe keeps a moving average of its weights (momentum
+    0.99): the optimizer keeps the average, dev is scored on it and the
+    selection (best epoch, patience) keeps it; its paper recipe keeps none."""
     import keras
 
     from keras_posattn.training.trainer import resolve_settings
 
+    recipe = resolve_settings(name, demo=False, recipe_name="50d").recipe
+    assert recipe.ema == 0.99, name
+    optimizer = recipe.make_optimizer()
+    assert optimizer.use_ema and optimizer.ema_momentum == 0.99, name
+    kinds = [type(c) for c in recipe.callbacks()]
+    assert keras.callbacks.SwapEMAWeights in kinds, name
+    assert kinds.index(keras.callbacks.SwapEMAWeights) < kinds.index(
+        type(recipe.selection_callback())), name  # the selection keeps the average
+    assert not resolve_settings(name, demo=False, recipe_name="paper").recipe.ema, name
+    assert not resolve_settings(name, demo=True).recipe.ema, name
+
+
+def test_cspan_50d_recipe_averages_its_weights_and_the_paper_does_not():
+    """CSPAN's 50d recipe keeps a moving average of its weights (momentum 0.99)
+    since the four dev sets chose it (BENCHMARKS.md "CSPAN's dev dips are
+    shifts of its decision"): the variants inherit it; the paper recipe and
+    the demo train without one, and ``ema=0`` turns it off."""
+    from keras_posattn.training.trainer import resolve_settings
+
     for name in ("cspan", "cspan_big", "cspan_table3_bilstm", "cspan_table5_d_parallel"):
-        recipe = resolve_settings(name, demo=False, recipe_name="50d").recipe
-        assert recipe.ema == 0.99, name
-        optimizer = recipe.make_optimizer()
-        assert optimizer.use_ema and optimizer.ema_momentum == 0.99, name
-        kinds = [type(c) for c in recipe.callbacks()]
-        assert keras.callbacks.SwapEMAWeights in kinds, name
-        assert kinds.index(keras.callbacks.SwapEMAWeights) < kinds.index(
-            type(recipe.selection_callback())), name  # the selection keeps the average
-        assert not resolve_settings(name, demo=False, recipe_name="paper").recipe.ema, name
-    assert not resolve_settings("cspan", demo=True).recipe.ema
+        _assert_50d_recipe_averages_its_weights(name)
     assert not resolve_settings("epn", demo=False, recipe_name="50d").recipe.ema
     off = resolve_settings("cspan", demo=False, recipe_name="50d", ema=0.0)
     assert not off.recipe.make_optimizer().use_ema and off.recipe.ema_callback() is None
+
+
+def test_han_50d_recipe_averages_its_weights_and_han_hcan_does_not():
+    """HAN's 50d recipe keeps the same moving average since the four dev sets
+    chose it (BENCHMARKS.md "HAN's average with a third seed"); its
+    patience watches the averaged dev accuracy. han_hcan, HAN at one document
+    a step, inherits HAN's vectors but not the average (never measured
+    there)."""
+    import keras
+
+    from keras_posattn.training.trainer import resolve_settings
+
+    _assert_50d_recipe_averages_its_weights("han")
+    recipe = resolve_settings("han", demo=False, recipe_name="50d").recipe
+    stop = recipe.selection_callback()
+    assert isinstance(stop, keras.callbacks.EarlyStopping) and stop.patience == 2
+    assert stop.restore_best_weights
+    hcan_run = resolve_settings("han_hcan", demo=False, recipe_name="50d").recipe
+    assert hcan_run.embeddings == recipe.embeddings and hcan_run.batch_size == 1
+    assert not hcan_run.ema and not hcan_run.make_optimizer().use_ema
+    assert hcan_run.ema_callback() is None
 
 
 def test_epn_50d_recipe_drops_out_05_as_the_paper():
