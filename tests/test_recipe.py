@@ -268,7 +268,7 @@ def test_cspan_50d_recipe_averages_its_weights_and_the_paper_does_not():
 
 def test_han_50d_recipe_averages_its_weights_and_han_hcan_does_not():
     """HAN's 50d recipe keeps the same moving average since the four dev sets
-    chose it (BENCHMARKS.md "HAN's average with a third seed"); its
+    chose it (BENCHMARKS.md "The weights' moving average"); its
     patience watches the averaged dev accuracy. han_hcan, HAN at one document
     a step, inherits HAN's vectors but not the average (never measured
     there)."""
