@@ -100,8 +100,8 @@ def test_patience_refuses_a_curve_cut_by_a_smaller_patience(tt):
         tt.with_patience(run, 3)
 
 
-def test_epochs_window_scores_the_mean_over_the_window_not_the_best(tt, tmp_path, capsys,
-                                                                    monkeypatch):
+def test_epoch_window_scores_the_mean_over_the_window_not_the_best(tt, tmp_path, capsys,
+                                                                   monkeypatch):
     swinging = record("a", "imdb", 1, [0.5, 0.9, 0.6, 0.9, 0.6])
     smooth = record("b", "imdb", 1, [0.5, 0.8, 0.8, 0.8, 0.7])
     assert tt.over_window(swinging, 2, 4)["dev_accuracy"] == pytest.approx(0.8)
