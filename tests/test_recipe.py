@@ -287,6 +287,24 @@ def test_han_50d_recipe_averages_its_weights_and_han_hcan_does_not():
     assert hcan_run.ema_callback() is None
 
 
+def test_shallow_cnn_50d_recipe_averages_its_weights():
+    """ShallowCNN's 50d recipe keeps the same moving average since the four dev
+    sets chose it (BENCHMARKS.md "ShallowCNN's weight EMA on the four dev
+    sets"), with its patience 2 watching the averaged dev accuracy and its
+    in-domain vectors and dropout 0.3 unchanged."""
+    import keras
+
+    from keras_posattn.training.trainer import resolve_settings
+
+    _assert_50d_recipe_averages_its_weights("shallow_cnn")
+    settings = resolve_settings("shallow_cnn", demo=False, recipe_name="50d")
+    stop = settings.recipe.selection_callback()
+    assert isinstance(stop, keras.callbacks.EarlyStopping) and stop.patience == 2
+    assert stop.restore_best_weights
+    assert settings.recipe.embeddings == "domain+glove-6b-50d"
+    assert settings.config["dropout"] == 0.3
+
+
 def test_epn_50d_recipe_drops_out_05_as_the_paper():
     """EPN's 50d recipe drops out 0.5 after the embedding, the paper's value,
     since the four dev sets chose it (BENCHMARKS.md "EPN's embedding dropout
