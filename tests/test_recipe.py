@@ -541,6 +541,24 @@ def test_ema_with_selection_trains_on_the_raw_weights():
     assert Recipe.from_dict({"ema": 0.0}).ema_callback() is None  # 0 is none
 
 
+@pytest.mark.parametrize("dtype_policy", ["mixed_bfloat16"], indirect=True)
+def test_ema_under_mixed_bfloat16_keeps_a_float32_average(dtype_policy):
+    """Under mixed_bfloat16 (a recipe's ``mixed_bfloat16``, "auto" where the
+    machine computes it natively) the average is kept in float32 beside the
+    float32 weights: the kept weights are the NumPy moving average of the raw
+    weights after every step, to float32 rounding, not bfloat16's."""
+    steps = 4
+    model, history, raw, _ = _ema_fit({"ema": 0.9, "select_best": True})
+    assert model.layers[0].compute_dtype == "bfloat16"
+    assert np.all(np.isfinite(history["val_loss"]))
+    kept = int(np.argmax(history["val_accuracy"]))
+    want = _numpy_ema(raw, 0.9)[(kept + 1) * steps - 1]
+    for got, expected in zip(model.get_weights(), want):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert not np.allclose(model.get_weights()[0], raw[(kept + 1) * steps - 1][0], atol=1e-3)
+
+
 def test_cspan_50d_recipe_runs_its_whole_schedule_and_keeps_the_best_dev_epoch():
     """CSPAN's dev accuracy dips for epochs before it peaks: on MR fold 0
     (seed 1235, BENCHMARKS.md "CSPAN trains its whole schedule") patience 2
