@@ -305,6 +305,32 @@ def test_shallow_cnn_50d_recipe_averages_its_weights():
     assert settings.config["dropout"] == 0.3
 
 
+def test_dpcnn_50d_recipe_averages_its_weights_and_dpcnn_plus_does_not():
+    """DPCNN's 50d recipe keeps the same moving average since the four dev sets
+    chose it (BENCHMARKS.md "DPCNN's weight EMA on the four dev sets"), with
+    patience 5 and the best dev epoch watching the averaged dev accuracy and
+    its vectors, dropout and bfloat16 where native unchanged. dpcnn_plus
+    inherits the rest of DPCNN's 50d recipe but not the average (never
+    measured there)."""
+    import keras
+
+    from keras_posattn.training.trainer import resolve_settings
+
+    _assert_50d_recipe_averages_its_weights("dpcnn")
+    settings = resolve_settings("dpcnn", demo=False, recipe_name="50d")
+    recipe = settings.recipe
+    stop = recipe.selection_callback()
+    assert isinstance(stop, keras.callbacks.EarlyStopping) and stop.patience == 5
+    assert stop.restore_best_weights
+    assert recipe.embeddings == "domain+glove-6b-50d" and recipe.mixed_bfloat16 == "auto"
+    assert settings.config["dropout"] == 0.2
+    plus = resolve_settings("dpcnn_plus", demo=False, recipe_name="50d").recipe
+    assert plus.embeddings == recipe.embeddings and plus.epochs == recipe.epochs == 30
+    assert plus.mixed_bfloat16 is False
+    assert not plus.ema and not plus.make_optimizer().use_ema
+    assert plus.ema_callback() is None
+
+
 def test_epn_50d_recipe_drops_out_05_as_the_paper():
     """EPN's 50d recipe drops out 0.5 after the embedding, the paper's value,
     since the four dev sets chose it (BENCHMARKS.md "EPN's embedding dropout
