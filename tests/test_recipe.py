@@ -331,6 +331,29 @@ def test_dpcnn_50d_recipe_averages_its_weights_and_dpcnn_plus_does_not():
     assert plus.ema_callback() is None
 
 
+def test_flat_hcan_50d_recipe_averages_its_weights_and_hcan_does_not():
+    """Flat HCAN's 50d recipe keeps the same moving average since the four dev
+    sets chose it (BENCHMARKS.md "Flat HCAN's weight EMA on the four dev
+    sets"); its variants inherit it, its patience 5 and best dev epoch watch
+    the averaged dev accuracy, its vectors and dropout 0.3 are unchanged.
+    Hierarchical HCAN keeps none (never measured there)."""
+    import keras
+
+    from keras_posattn.training.trainer import resolve_settings
+
+    for name in ("hcan_flat", "hcan_flat_one_sa_maxpool", "hcan_flat_two_sa_target"):
+        _assert_50d_recipe_averages_its_weights(name)
+        settings = resolve_settings(name, demo=False, recipe_name="50d")
+        stop = settings.recipe.selection_callback()
+        assert isinstance(stop, keras.callbacks.EarlyStopping) and stop.patience == 5, name
+        assert stop.restore_best_weights, name
+        assert settings.recipe.embeddings == "domain+glove-6b-50d", name
+        assert settings.config["dropout"] == 0.3, name
+    hierarchical = resolve_settings("hcan", demo=False, recipe_name="50d").recipe
+    assert not hierarchical.ema and not hierarchical.make_optimizer().use_ema
+    assert hierarchical.ema_callback() is None
+
+
 def test_epn_50d_recipe_drops_out_05_as_the_paper():
     """EPN's 50d recipe drops out 0.5 after the embedding, the paper's value,
     since the four dev sets chose it (BENCHMARKS.md "EPN's embedding dropout
