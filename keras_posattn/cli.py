@@ -124,7 +124,9 @@ OPTIONS = {option.dest: option for option in (
             "texts, the 99th percentile of long ones; sentences: pieces of 50)"),
     _option("--max-sentences", "max_sentences", type=int,
             help="sentences kept per document (hierarchical models: hcan, han)"),
-    _option("--max-tokens", "max_tokens", type=int, help="vocabulary size cap"),
+    _option("--max-tokens", "max_tokens", type=int, help="vocabulary size cap, PAD and "
+            "[UNK] included (default: the recipe's, e.g. 30002 for EPN's paper recipe and its "
+            "baselines'; 0: every training word)"),
     _option("--standardize", "standardize", choices=STANDARDIZE,
             help="text standardisation before splitting on whitespace (default "
             "lower_and_split_punctuation: Unicode lower case, punctuation a word boundary)"),

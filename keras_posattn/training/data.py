@@ -106,6 +106,13 @@ def _preprocessor_class(settings, options):
     return cls
 
 
+def vocabulary_cap(options, settings):
+    """The run's ``max_tokens``: ``options.max_tokens`` where given, else the
+    recipe's; None (every training word) where that is None or 0."""
+    cap = settings.recipe.max_tokens if options.max_tokens is None else options.max_tokens
+    return cap or None
+
+
 def _make_preprocessor(settings, options, splits):
     preprocessor_cls = _preprocessor_class(settings, options)
     extra = {}
@@ -122,7 +129,7 @@ def _make_preprocessor(settings, options, splits):
     standardize = None if options.standardize in ("none", "", None) else options.standardize
     preprocessor = preprocessor_cls.from_texts(
         splits.train.texts, max_length=options.max_length,
-        max_tokens=options.max_tokens or settings.recipe.max_tokens,
+        max_tokens=vocabulary_cap(options, settings),
         standardize=standardize, length_percentile=LENGTH_PERCENTILE, **extra,
     )
     sizes = preprocessor.model_sizes()

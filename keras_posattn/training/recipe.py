@@ -47,7 +47,9 @@ class Recipe:
             Adam and TF1's use 1e-8).
         max_tokens: the vocabulary the paper keeps (words + PAD + [UNK], as
             ``--max-tokens``), used when the run does not set one; None: every
-            training word.
+            training word. 0 reads as None, so a preset's 50d table (or
+            ``--max-tokens 0``) can keep every word where its paper recipe
+            caps the vocabulary.
         clipnorm: gradient norm clipping, None for none.
         beta_2: the second-moment decay of Adam / AdamW (None: Keras' 0.999;
             HCAN trains with 0.99).
@@ -116,8 +118,12 @@ class Recipe:
             raise ValueError(f"{where}: beta_2 applies to adam and adamw, not {recipe.optimizer!r}.")
         if recipe.epsilon is not None and recipe.optimizer == "sgd":
             raise ValueError(f"{where}: epsilon does not apply to sgd.")
-        if recipe.max_tokens is not None and int(recipe.max_tokens) < 3:
-            raise ValueError(f"{where}: max_tokens must be >= 3 (PAD, [UNK], a word).")
+        if recipe.max_tokens is not None:
+            cap = int(recipe.max_tokens)
+            if isinstance(recipe.max_tokens, bool) or (cap != 0 and cap < 3):
+                raise ValueError(f"{where}: max_tokens must be >= 3 (PAD, [UNK], a word), "
+                                 "or 0 for every word.")
+            recipe.max_tokens = cap or None
         return recipe
 
     def replace(self, **changes):

@@ -104,8 +104,10 @@ class RunOptions:
 
     def __post_init__(self):
         for name, (minimum, whole, exclusive) in RANGES.items():
-            if getattr(self, name) is not None:
-                check_number(name, getattr(self, name), minimum, whole, exclusive)
+            value = getattr(self, name)
+            if value is None or (name == "max_tokens" and type(value) is int and value == 0):
+                continue  # max_tokens=0: every training word, over the recipe's cap
+            check_number(name, value, minimum, whole, exclusive)
 
     @property
     def demo(self):
@@ -125,7 +127,7 @@ RANGES = {
     "batch_size": (1, True, False),
     "learning_rate": (0, False, True),
     "max_length": (1, True, False),
-    "max_tokens": (3, True, False),  # PAD, UNK and a word
+    "max_tokens": (3, True, False),  # PAD, UNK and a word (or 0: every word)
     "max_sentences": (1, True, False),
     "demo_size": (20, True, False),  # a tenth held out for validation
     "fold": (0, True, False),

@@ -455,7 +455,8 @@ def train(model_name, **options):
         epochs, batch_size, learning_rate, optimizer: override the recipe.
         max_length: tokens kept per text (default: the longest training text,
             capped at 400); max_sentences: sentences per document
-            (hierarchical models); max_tokens: vocabulary size cap.
+            (hierarchical models); max_tokens: vocabulary size cap, PAD and
+            [UNK] included (default: the recipe's; 0: every training word).
         standardize: the text standardisation (``keras_posattn.preprocessing.
             STANDARDIZE_OPTIONS``; default ``"lower_and_split_punctuation"``:
             punctuation a word boundary) or ``"none"``.
