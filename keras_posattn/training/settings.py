@@ -107,7 +107,7 @@ class RunOptions:
             value = getattr(self, name)
             if value is None or (name == "max_tokens" and type(value) is int and value == 0):
                 continue  # max_tokens=0: every training word, over the recipe's cap
-            check_number(name, value, minimum, whole, exclusive)
+            check_number(name, value, minimum, whole, exclusive, ALSO_ALLOWED.get(name))
 
     @property
     def demo(self):
@@ -134,18 +134,23 @@ RANGES = {
     "seed": (0, True, False),
 }
 
+#: What an option also takes besides the numbers in RANGES, for its error.
+ALSO_ALLOWED = {"max_tokens": "or 0 (every word)"}
 
-def check_number(name, value, minimum, whole=True, exclusive=False):
+
+def check_number(name, value, minimum, whole=True, exclusive=False, also=None):
     """``value``, if it is a number (a whole one when ``whole``) at least
     ``minimum`` (above it when ``exclusive``); else a one-line
-    ``TrainingError`` naming the option as the command line spells it."""
+    ``TrainingError`` naming the option as the command line spells it (and
+    ``also``, what else it takes, where given)."""
     kind = numbers.Integral if whole else numbers.Real
     fits = (isinstance(value, kind) and not isinstance(value, bool)
             and math.isfinite(value) and (value > minimum if exclusive else value >= minimum))
     if not fits:
         flag = "--" + name.replace("_", "-")
         raise TrainingError(f"{flag} must be {'a whole number' if whole else 'a number'} "
-                            f"{'>' if exclusive else '>='} {minimum}, got {value!r}.")
+                            f"{'>' if exclusive else '>='} {minimum}{' ' + also if also else ''}, "
+                            f"got {value!r}.")
     return value
 
 
