@@ -84,6 +84,7 @@ class _Clock(keras.callbacks.Callback):
     def __init__(self, label):
         super().__init__()
         self.label = label
+        self.start = time.perf_counter()  # (a run that had trained never begins)
 
     def on_train_begin(self, logs=None):
         self.start = time.perf_counter()
@@ -292,6 +293,7 @@ def main(argv=None, callbacks=None):
                         **record}
                 if done:
                     _write_json(done, line)  # never half-written
+                    RunFolder(folder).drop_trained()
                 print(json.dumps(line), flush=True)
             scores.append(line["dev_accuracy"])
         print(json.dumps({"benchmark": "recipe_dev_summary", "model": args.model,

@@ -315,10 +315,12 @@ def _train_unit(model_name, dataset, data_dir, run, fold, seed, label, epochs, o
     from keras_posattn.training import trainer
     from keras_posattn.training.run_folder import RunFolder
 
-    interrupted = RunFolder(output_dir).interrupted()
+    folder = RunFolder(output_dir)
+    interrupted = folder.interrupted()
     if progress and interrupted:
-        print(f"[reproduce] {output_dir.name}: resuming from the checkpoint in "
-              f"{output_dir / 'backup'}", file=sys.stderr, flush=True)
+        source = folder.backup if folder.backup.exists() else folder.trained
+        print(f"[reproduce] {output_dir.name}: resuming from {source}", file=sys.stderr,
+              flush=True)
     started = time.time()
     result = trainer.train(
         model_name, dataset=dataset, data_dir=data_dir, fold=fold, seed=seed, recipe=label,

@@ -10,6 +10,7 @@ import keras
 import pytest
 import recipe_dev
 from test_reproduce import write_sets
+from test_run import _EpochCount
 
 from keras_posattn.training.run_folder import RunFolder
 
@@ -88,6 +89,38 @@ def test_an_interrupted_invocation_resumes_and_keeps_its_finished_runs(tmp_path,
     # Everything finished: nothing trains, no run line repeats.
     assert recipe_dev.main(args + work) == 0
     assert fits == [True] and printed(capsys) == []
+
+
+def test_a_run_cut_short_before_its_record_is_not_trained_again(tmp_path, args, capsys,
+                                                                 monkeypatch):
+    """Killed after training, before ``record.json`` is written, a run
+    resumes from its trained weights: no epoch trains again and it prints the
+    line the killed invocation would have; once recorded, the weights go."""
+    args = args[:args.index("--seeds")] + ["--seeds", "1234", CANDIDATE,
+                                           "--work-dir", str(tmp_path / "work")]
+    real_write, lost = recipe_dev._write_json, []
+
+    def killed_before_the_record(path, value):
+        if path.name != "record.json":  # unit.json
+            return real_write(path, value)
+        lost.append(value)
+        raise KeyboardInterrupt("killed before the record")
+
+    monkeypatch.setattr(recipe_dev, "_write_json", killed_before_the_record)
+    with pytest.raises(KeyboardInterrupt):
+        recipe_dev.main(args)
+    assert printed(capsys) == []
+    folder = RunFolder(tmp_path / "work" / "kim_cnn_static-trec-small-1234")
+    assert folder.trained.exists() and not folder.backup.exists()
+    assert folder.resumed_epoch() == 3
+
+    monkeypatch.setattr(recipe_dev, "_write_json", real_write)
+    count = _EpochCount()
+    assert recipe_dev.main(args, callbacks=[count]) == 0
+    (run,) = printed(capsys)
+    assert count.epochs == 0 and run["resumed_after_epoch"] == 3
+    assert without_time(run) == without_time(lost[0])
+    assert (folder.path / "record.json").exists() and not folder.trained.exists()
 
 
 def test_a_work_folder_of_another_run_is_refused(tmp_path):

@@ -30,7 +30,9 @@ import tensorflow as tf
 from keras_posattn import tuning
 from keras_posattn.training import trainer
 from keras_posattn.training.recipe import Recipe
+from keras_posattn.training.run_folder import RunFolder
 from keras_posattn.training.settings import RunOptions
+from keras_posattn.training.settings import TrainingError
 from keras_posattn.training.settings import default_recipe_name
 from keras_posattn.training.settings import resolve_settings
 from keras_posattn.training.settings import settings_for
@@ -227,6 +229,46 @@ def test_ctrl_c_stops_at_a_clean_point_and_the_resumed_run_keeps_every_epoch(fli
     assert result.history["loss"][0] == pytest.approx(first["0"]["loss"])
     record = json.loads((run / "result.json").read_text())
     assert record["epochs_run"] == 3 and record["history"] == result.history
+
+
+class _EpochCount(keras.callbacks.Callback):
+    epochs = 0
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs += 1
+
+
+def test_a_run_cut_short_after_training_is_not_trained_again(flipped, tmp_path, monkeypatch):
+    """Killed while it is scored, a run keeps its training: the weights it trained to are in ``trained.npz``
+    before the backup goes, so the resumed run trains no epoch and scores
+    those weights. Before, the backup went at the end of training and the
+    run started over from its first epoch."""
+    options = dict(output_dir=tmp_path / "run", epochs=3, learning_rate=0.002)
+    real_evaluate, scored = trainer.evaluate, []
+
+    def killed_while_scoring(*args, **kwargs):
+        scored.append(real_evaluate(*args, **kwargs))
+        raise KeyboardInterrupt("killed while scoring")
+
+    monkeypatch.setattr(trainer, "evaluate", killed_while_scoring)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.Run(_options(flipped, **options)).execute()
+    run = RunFolder(tmp_path / "run")
+    assert run.trained.exists() and not run.backup.exists() and not run.result_path.exists()
+    assert run.interrupted() and run.resumed_epoch() == 3
+    first = run.read_history()
+    with pytest.raises(TrainingError, match="interrupted run .trained, not yet scored"):
+        trainer.Run(_options(flipped, **options)).execute()  # neither resume nor overwrite
+
+    monkeypatch.setattr(trainer, "evaluate", real_evaluate)
+    count = _EpochCount()
+    resumed = trainer.Run(_options(flipped, resume=True, callbacks=[count], **options)).execute()
+    assert count.epochs == 0  # nothing trained again
+    assert (resumed.test_accuracy, resumed.baseline_accuracy) == scored[0]
+    assert resumed.epochs_run == 3
+    assert resumed.history["val_accuracy"] == [first[e]["val_accuracy"] for e in range(3)]
+    # Finished: the record is written and the trained weights are gone.
+    assert run.finished() and not run.trained.exists()
 
 
 # One self-attention and max pooling a level: the test is about the document

@@ -48,6 +48,23 @@ def test_an_interrupted_run_needs_resume_or_overwrite(tmp_path):
     assert not folder.backup.exists()
 
 
+def test_trained_weights_not_yet_scored_are_an_interrupted_run(tmp_path):
+    """``trained.npz`` without a record: resumed at its last epoch, refused
+    without resume or overwrite, and gone once the result is written."""
+    folder = RunFolder(tmp_path / "run").open()
+    folder.write_history({0: {"loss": 1.0}, 1: {"loss": 0.5}})
+    folder.trained.write_bytes(b"weights")
+    folder.close()
+    assert folder.interrupted() and not folder.finished() and folder.resumed_epoch() == 2
+    with pytest.raises(TrainingError, match=r"interrupted run \(trained, not yet scored: "
+                                            r"weights in .*trained.npz\).*--resume"):
+        RunFolder(folder.path).open()
+    resumed = RunFolder(folder.path).open(resume=True)
+    resumed.write_result({"test_accuracy": 0.5})
+    resumed.close()
+    assert not folder.trained.exists() and folder.finished()
+
+
 def _lock(folder, **holder):
     folder.path.mkdir(parents=True, exist_ok=True)
     folder.lock_path.write_text(json.dumps(

@@ -33,6 +33,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_posattn.training.run_folder import _write_npz
+
 
 #: The images' tags start with this group (``maps/attention/fa2/example_0``).
 #: TensorBoard's Time Series dashboard orders card groups by tag name, and
@@ -236,15 +238,6 @@ class CleanInterrupt(keras.callbacks.Callback):
         self._stop_if_requested()
 
 
-def _write_npz(path, **arrays):
-    """``path`` replaced whole by ``arrays`` (``np.savez``), never half-written
-    (as ``run_folder._write_json``)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        np.savez(f, **arrays)
-    os.replace(tmp, path)
-
-
 class SelectionState(keras.callbacks.Callback):
     """Carries a ``keras.callbacks.EarlyStopping`` (the recipe's early
     stopping and best-epoch selection) across an interrupted run.
@@ -257,7 +250,7 @@ class SelectionState(keras.callbacks.Callback):
     ``<directory>/selection.json`` and, when the epoch was the best so far,
     the weights to ``<directory>/selection_best.npz``; on ``resume`` it puts
     them back into the selection at the start of training. The directory is
-    the run's backup folder, which Keras removes when the run finishes.
+    the run's backup folder, removed once the run has trained (``trainer.fit``).
 
     Place it after the ``EarlyStopping`` in the callback list (its
     ``on_train_begin`` resets the state this one restores).
@@ -310,7 +303,7 @@ class RandomState(keras.callbacks.Callback):
     callback writes those states to ``<directory>/random_state.npz``; on
     ``resume`` it puts them back at the start of training when they were
     written at the epoch the run resumes from. The directory is the run's
-    backup folder, which Keras removes when the run finishes.
+    backup folder, removed once the run has trained (``trainer.fit``).
     """
 
     FILE = "random_state.npz"

@@ -4,14 +4,19 @@
     <run>/backup/                 Keras BackupAndRestore (an interrupted run)
     <run>/checkpoints/last.keras  the classifier after the last epoch
     <run>/history.json            every epoch's logs so far (across resumes)
+    <run>/trained.npz             the trained weights (the selected epoch's), from
+                                  the end of training until result.json is written
     <run>/logs/                   TensorBoard
     <run>/vocabulary.txt, labels.txt
     <run>/classifier.keras        the finished classifier
     <run>/result.json             the finished run's record
 
-Work is never lost: a folder holding an interrupted run is refused unless
-the run is resumed (``resume``) or discarded (``overwrite``); a folder
-holding a finished run is refused unless it is discarded. One process at a
+Work is never lost: the backup goes only once the trained weights are
+written, so a run cut short while it is scored or saved resumes without
+training again. A folder holding an interrupted run (a backup or trained
+weights) is refused unless the run is resumed (``resume``) or discarded
+(``overwrite``); a folder holding a finished run is refused unless it is
+discarded. One process at a
 time trains in a folder: ``open`` takes ``.lock`` or refuses with a line
 naming the holder; a lock left by a process that no longer runs on this
 machine is taken over.
@@ -23,6 +28,8 @@ import shutil
 import socket
 import time
 from pathlib import Path
+
+import numpy as np
 
 from keras_posattn.training.settings import TrainingError
 from keras_posattn.utils import process_alive
@@ -40,6 +47,14 @@ def _write_json(path, value):
     """``path`` replaced whole by ``value`` as JSON (never half-written)."""
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(value, indent=2, default=str))
+    os.replace(tmp, path)
+
+
+def _write_npz(path, **arrays):
+    """``path`` replaced whole by ``arrays`` (``np.savez``), never half-written."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, **arrays)
     os.replace(tmp, path)
 
 
@@ -63,6 +78,10 @@ class RunFolder:
         return self.path / "checkpoints" / "last.keras"
 
     @property
+    def trained(self):
+        return self.path / "trained.npz"
+
+    @property
     def history_path(self):
         return self.path / "history.json"
 
@@ -75,16 +94,44 @@ class RunFolder:
         return self.path / LOCK_FILE
 
     def interrupted(self):
-        """Whether the folder holds an interrupted run (a backup to resume)."""
-        return self.backup.exists()
+        """Whether the folder holds an interrupted run: a backup to resume
+        training from, or trained weights not yet scored (``trained``)."""
+        return self.backup.exists() or self.trained.exists()
 
     def resumed_epoch(self):
         """The epoch an interrupted run resumes at: the epochs Keras's
-        ``BackupAndRestore`` saved in the backup (0 without one)."""
+        ``BackupAndRestore`` saved in the backup, or every epoch of the
+        history when training had finished (``trained``); 0 without either."""
         path = self.backup / "training_metadata.json"
-        if not path.exists():
-            return 0
-        return int(json.loads(path.read_text())["epoch"])
+        if path.exists():
+            return int(json.loads(path.read_text())["epoch"])
+        return len(self.read_history()) if self.trained.exists() else 0
+
+    def _what_is_interrupted(self):
+        if self.backup.exists():
+            return f"checkpoint in {self.backup}"
+        return f"trained, not yet scored: weights in {self.trained}"
+
+    def save_trained(self, model):
+        """The model's weights at the end of training (``trained``), written
+        before the backup is removed."""
+        _write_npz(self.trained, **{f"w{i}": w for i, w in enumerate(model.get_weights())})
+
+    def load_trained(self, model):
+        """Put the weights ``save_trained`` wrote into ``model`` (built as the
+        run's was)."""
+        with np.load(self.trained) as stored:
+            values = [stored[f"w{i}"] for i in range(len(stored.files))]
+        if len(values) != len(model.weights):
+            raise TrainingError(
+                f"{self.trained} holds {len(values)} weights and the model has "
+                f"{len(model.weights)}: it was trained with other settings. Pass --overwrite "
+                "to train it again.")
+        model.set_weights(values)
+
+    def drop_trained(self):
+        """Remove the trained weights once the run's record is written."""
+        self.trained.unlink(missing_ok=True)
 
     def finished(self):
         """Whether the folder holds a finished run (its classifier or record)."""
@@ -101,7 +148,7 @@ class RunFolder:
         try:
             if self.interrupted() and not (resume or overwrite):
                 raise TrainingError(
-                    f"{self.path} holds an interrupted run (checkpoint in {self.backup}). "
+                    f"{self.path} holds an interrupted run ({self._what_is_interrupted()}). "
                     "Pass --resume to continue it or --overwrite to start over."
                 )
             if self.finished() and not overwrite:
@@ -209,8 +256,10 @@ class RunFolder:
         _write_json(self.history_path, {str(k): v for k, v in sorted(epochs.items())})
 
     def write_result(self, record):
-        """``result.json``, replaced whole."""
+        """``result.json``, replaced whole; the run is finished, so its
+        trained weights (``trained``) go."""
         _write_json(self.result_path, record)
+        self.drop_trained()
 
 
 def prepare_output_dir(output_dir, resume=False, overwrite=False):

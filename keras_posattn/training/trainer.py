@@ -26,6 +26,7 @@ arguments.
 """
 
 import dataclasses
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -171,6 +172,10 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     The vocabulary and class names are written to ``output_dir``; on
     ``resume`` the vocabulary must match the interrupted run's. Ctrl-C stops
     at the end of a batch with ``KeyboardInterrupt``, the run resumable.
+    When training ends, the weights it keeps go to the folder's
+    ``trained.npz`` before the backup is removed: a run cut short after that
+    (while it is scored or saved) is not trained again on ``resume``, its
+    weights and history are loaded instead.
     With ``num_workers > 1`` (a multi-worker strategy) each epoch is one
     pass over the training set, every worker taking its part of each batch.
     With ``projector``, the trained word embedding is written for
@@ -187,6 +192,13 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     folder = RunFolder(output_dir)
     folder.checkpoint.parent.mkdir(parents=True, exist_ok=True)
     folder.write_vocabulary(data.preprocessor, data.label_names, resume=resume)
+    if resume and folder.trained.exists():  # cut short after training: not trained again
+        folder.load_trained(model)
+        history = keras.callbacks.History()
+        history.history = EpochHistory(folder, resume=True).history()
+        _log(f"Resume: the run had trained ({len(history.history.get('loss', []))} epochs); "
+             f"its weights come from {folder.trained}.")
+        return history
     _log(f"TensorBoard: tensorboard --logdir {folder.logs}")
     finished = folder.resumed_epoch() if resume else 0
     train_ds, train_steps = _sharded(
@@ -205,7 +217,8 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
             train_ds, validation_data=dev_ds, epochs=int(recipe.epochs),
             callbacks=[
                 # The checkpoints first: what follows an epoch's end sees it saved.
-                keras.callbacks.BackupAndRestore(str(folder.backup), save_freq="epoch"),
+                keras.callbacks.BackupAndRestore(str(folder.backup), save_freq="epoch",
+                                                 delete_checkpoint=False),
                 ClassifierCheckpoint(data.preprocessor, data.label_names, folder.checkpoint),
                 epochs,
                 RandomState(folder.backup, resume=resume),
@@ -221,6 +234,10 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
             **train_steps, **dev_steps,
         )
     history.history = epochs.history()
+    # The trained weights first, then the backup goes: cut short from here on
+    # (scoring a long test split, saving), the run resumes without training.
+    folder.save_trained(model)
+    shutil.rmtree(folder.backup, ignore_errors=True)
     if projector:
         from keras_posattn.training.tensorboard import write_projector
 
