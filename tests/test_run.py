@@ -262,8 +262,10 @@ def test_a_run_cut_short_after_training_is_not_trained_again(flipped, tmp_path, 
 
     monkeypatch.setattr(trainer, "evaluate", real_evaluate)
     count = _EpochCount()
-    resumed = trainer.Run(_options(flipped, resume=True, callbacks=[count], **options)).execute()
+    resumed = trainer.Run(_options(flipped, resume=True, callbacks=[count], projector=True,
+                                   **options)).execute()
     assert count.epochs == 0  # nothing trained again
+    assert (run.logs / "projector" / "metadata.tsv").exists()  # as a run that trains
     assert (resumed.test_accuracy, resumed.baseline_accuracy) == scored[0]
     assert resumed.epochs_run == 3
     assert resumed.history["val_accuracy"] == [first[e]["val_accuracy"] for e in range(3)]

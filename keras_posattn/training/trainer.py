@@ -198,7 +198,7 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
         history.history = EpochHistory(folder, resume=True).history()
         _log(f"Resume: the run had trained ({len(history.history.get('loss', []))} epochs); "
              f"its weights come from {folder.trained}.")
-        return history
+        return _with_projector(history, projector, folder, model, data)
     _log(f"TensorBoard: tensorboard --logdir {folder.logs}")
     finished = folder.resumed_epoch() if resume else 0
     train_ds, train_steps = _sharded(
@@ -238,6 +238,12 @@ def fit(model, data, recipe, output_dir, seed=1234, callbacks=None, verbose=None
     # (scoring a long test split, saving), the run resumes without training.
     folder.save_trained(model)
     shutil.rmtree(folder.backup, ignore_errors=True)
+    return _with_projector(history, projector, folder, model, data)
+
+
+def _with_projector(history, projector, folder, model, data):
+    """``history``; with ``projector``, the trained word embedding written
+    for TensorBoard's projector first."""
     if projector:
         from keras_posattn.training.tensorboard import write_projector
 
