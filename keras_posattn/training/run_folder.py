@@ -4,8 +4,9 @@
     <run>/backup/                 Keras BackupAndRestore (an interrupted run)
     <run>/checkpoints/last.keras  the classifier after the last epoch
     <run>/history.json            every epoch's logs so far (across resumes)
-    <run>/trained.npz             the trained weights (the selected epoch's), from
-                                  the end of training until result.json is written
+    <run>/trained.npz             the weights training kept (the selected epoch's
+                                  where the recipe selects one), from the end of
+                                  training until result.json is written
     <run>/logs/                   TensorBoard
     <run>/vocabulary.txt, labels.txt
     <run>/classifier.keras        the finished classifier
@@ -16,10 +17,9 @@ written, so a run cut short while it is scored or saved resumes without
 training again. A folder holding an interrupted run (a backup or trained
 weights) is refused unless the run is resumed (``resume``) or discarded
 (``overwrite``); a folder holding a finished run is refused unless it is
-discarded. One process at a
-time trains in a folder: ``open`` takes ``.lock`` or refuses with a line
-naming the holder; a lock left by a process that no longer runs on this
-machine is taken over.
+discarded. One process at a time trains in a folder: ``open`` takes
+``.lock`` or refuses with a line naming the holder; a lock left by a process
+that no longer runs on this machine is taken over.
 """
 
 import json
