@@ -239,10 +239,10 @@ class _EpochCount(keras.callbacks.Callback):
 
 
 def test_a_run_cut_short_after_training_is_not_trained_again(flipped, tmp_path, monkeypatch):
-    """Killed while it is scored, a run keeps its training: the weights it trained to are in ``trained.npz``
-    before the backup goes, so the resumed run trains no epoch and scores
-    those weights. Before, the backup went at the end of training and the
-    run started over from its first epoch."""
+    """Killed while it is scored, a run keeps its training: the weights it
+    trained to are in ``trained.npz`` before the backup goes, so the resumed
+    run trains no epoch and scores those weights. Before, the backup went at
+    the end of training and the run started over from its first epoch."""
     options = dict(output_dir=tmp_path / "run", epochs=3, learning_rate=0.002)
     real_evaluate, scored = trainer.evaluate, []
 
